@@ -1,0 +1,38 @@
+# Two commands on a fresh machine (python3, make, git): `make run` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-dev
+PYTEST := $(PY) -m pytest -p no:cacheprovider
+
+.PHONY: run test unit integration check format clean-data
+
+$(PY):
+	python3 -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+run: $(STAMP)
+	$(VENV)/bin/yuxi run
+
+test: $(STAMP)
+	$(PYTEST) tests/unit -q
+	$(PYTEST) tests/integration -q
+
+unit: $(STAMP)
+	$(PYTEST) tests/unit -q
+
+integration: $(STAMP)
+	$(PYTEST) tests/integration -q
+
+check: $(STAMP)
+	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format src tests
+	$(VENV)/bin/ruff check --fix src tests

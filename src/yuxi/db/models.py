@@ -1,0 +1,253 @@
+"""The relational schema (SQLAlchemy 2 declarative). Alembic migrations mirror it exactly.
+
+Enumerations are ``text`` columns guarded by CHECK constraints rather than PostgreSQL enum types:
+adding a value is then a one-line migration and never needs ``ALTER TYPE`` outside a transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import JSON
+
+# JSONB on PostgreSQL, plain JSON elsewhere (the SQLite unit tier of pure query logic).
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+CONVERSATION_STATUSES = ("active", "archived", "deleted")
+CONVERSATION_SOURCES = ("chat", "agent_call", "agent_evaluation")
+MESSAGE_ROLES = ("user", "assistant", "system", "tool")
+RUN_TYPES = ("chat", "resume", "subagent")
+RUN_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted")
+ACTIVE_RUN_STATUSES = ("pending", "running")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def _now() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    uid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    created_at: Mapped[datetime] = _now()
+
+
+class ApiToken(Base):
+    """API tokens, stored only as sha256 digests; the plaintext is shown once at creation."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    uid: Mapped[str] = mapped_column(ForeignKey("users.uid", ondelete="CASCADE"), nullable=False)
+    token_hash: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    label: Mapped[str] = mapped_column(String(200), nullable=False, server_default="default")
+    created_at: Mapped[datetime] = _now()
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index(None, "uid"),)
+
+
+class UserConfig(Base):
+    __tablename__ = "user_config"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    uid: Mapped[str] = mapped_column(
+        ForeignKey("users.uid", ondelete="CASCADE"), nullable=False, unique=True
+    )
+    enable_memory: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, server_default=text("false"), default=False
+    )
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    uid: Mapped[str] = mapped_column(ForeignKey("users.uid", ondelete="CASCADE"), nullable=False)
+    title: Mapped[str] = mapped_column(String(500), nullable=False, server_default="")
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="active")
+    source: Mapped[str] = mapped_column(String(32), nullable=False, server_default="chat")
+    metadata_: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", JSONType, nullable=False, server_default=text("'{}'")
+    )
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+
+    __table_args__ = (
+        CheckConstraint(_in("status", CONVERSATION_STATUSES), name="status"),
+        CheckConstraint(_in("source", CONVERSATION_SOURCES), name="source"),
+        Index(None, "uid", "updated_at"),
+    )
+
+
+class SubagentThread(Base):
+    """Links a persisted SubAgent child conversation to the parent it was delegated from."""
+
+    __tablename__ = "subagent_threads"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    parent_conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+    )
+    child_conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False, unique=True
+    )
+    created_by_run_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = _now()
+
+    __table_args__ = (Index(None, "parent_conversation_id"),)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+    )
+    #: Denormalised owner, so per-user newest-first scans never touch other users' rows.
+    uid: Mapped[str] = mapped_column(ForeignKey("users.uid", ondelete="CASCADE"), nullable=False)
+    role: Mapped[str] = mapped_column(String(16), nullable=False)
+    message_type: Mapped[str] = mapped_column(String(32), nullable=False, server_default="text")
+    content: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    metadata_: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", JSONType, nullable=False, server_default=text("'{}'")
+    )
+    image_content: Mapped[str | None] = mapped_column(Text)
+    attachments: Mapped[list[Any] | None] = mapped_column(JSONType)
+    run_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = _now()
+
+    __table_args__ = (
+        CheckConstraint(_in("role", MESSAGE_ROLES), name="role"),
+        Index(None, "conversation_id", "id"),
+        Index("ix_messages_uid_id_desc", "uid", text("id DESC")),
+    )
+
+
+class ToolCall(Base):
+    __tablename__ = "tool_calls"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), nullable=False
+    )
+    tool_call_id: Mapped[str] = mapped_column(String(128), nullable=False)
+    name: Mapped[str] = mapped_column(String(128), nullable=False)
+    input: Mapped[Any] = mapped_column(JSONType, nullable=True)
+    output: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="pending")
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _now()
+
+    __table_args__ = (Index(None, "message_id", "id"),)
+
+
+class AgentRun(Base):
+    __tablename__ = "agent_runs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    uid: Mapped[str] = mapped_column(ForeignKey("users.uid", ondelete="CASCADE"), nullable=False)
+    conversation_thread_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.thread_id", ondelete="CASCADE"), nullable=False
+    )
+    request_id: Mapped[str] = mapped_column(String(128), nullable=False)
+    run_type: Mapped[str] = mapped_column(String(16), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="pending")
+    cancel_requested: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, server_default=text("false"), default=False
+    )
+    created_by_run_id: Mapped[str | None] = mapped_column(
+        ForeignKey("agent_runs.id", ondelete="SET NULL")
+    )
+    #: A token unique to one claim attempt; empty until claimed.
+    worker_id: Mapped[str | None] = mapped_column(String(64))
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _now()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    memory_snapshot_sha256: Mapped[str | None] = mapped_column(String(64))
+    memory_snapshot_bytes: Mapped[int | None] = mapped_column(Integer)
+    input_payload: Mapped[dict[str, Any]] = mapped_column(
+        JSONType, nullable=False, server_default=text("'{}'")
+    )
+    output: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+
+    __table_args__ = (
+        CheckConstraint(_in("run_type", RUN_TYPES), name="run_type"),
+        CheckConstraint(_in("status", RUN_STATUSES), name="status"),
+        # request_id idempotency is per user: one user's ids never collide with another's.
+        UniqueConstraint("uid", "request_id"),
+        # One active (pending or running) run per thread, enforced by the database.
+        Index(
+            "uq_agent_runs_one_active_per_thread",
+            "conversation_thread_id",
+            unique=True,
+            postgresql_where=text(_in("status", ACTIVE_RUN_STATUSES)),
+        ),
+        Index("ix_agent_runs_claimable", "created_at", postgresql_where=text("status = 'pending'")),
+        Index(
+            "ix_agent_runs_lease", "lease_expires_at", postgresql_where=text("status = 'running'")
+        ),
+    )
+
+
+class RunEvent(Base):
+    """Ordered events of one run (status, model chunks, tool start/end) for live and replay."""
+
+    __tablename__ = "run_events"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(
+        ForeignKey("agent_runs.id", ondelete="CASCADE"), nullable=False
+    )
+    seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    event_type: Mapped[str] = mapped_column(String(32), nullable=False)
+    data: Mapped[dict[str, Any]] = mapped_column(
+        JSONType, nullable=False, server_default=text("'{}'")
+    )
+    created_at: Mapped[datetime] = _now()
+
+    __table_args__ = (UniqueConstraint("run_id", "seq"),)

@@ -1,0 +1,160 @@
+"""The SQL of the history tools: visibility, field allowlist, literal ILIKE.
+
+Visibility is never a Python filter. Every statement here carries the whole rule in its WHERE
+clause, so ``LIMIT`` only ever counts rows the caller may see:
+
+* conversation: ``uid`` = caller, ``status = 'active'``, ``source NOT IN ('agent_call',
+  'agent_evaluation')``, and ``NOT EXISTS`` a ``subagent_threads`` row naming it as the child;
+* message: ``uid`` = caller too (the denormalised owner), ``role IN ('user', 'assistant')``,
+  ``message_type IN VISIBLE_MESSAGE_TYPES`` and ``NOT IN HIDDEN_MESSAGE_TYPES``.
+
+Statements select explicit columns only (never an ORM entity), so metadata, image_content,
+attachments and run_id are never even read. Long text is cut in SQL to what a budget can use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, Text, func, literal, select
+
+from yuxi.db.models import Conversation, Message, SubagentThread, ToolCall
+from yuxi.repositories._history_budget import (
+    READ_MESSAGE_BYTES,
+    SEARCH_SNIPPET_BYTES,
+    TOOL_ITEM_BYTES,
+    TOOLS_MAX_ITEMS,
+)
+
+HIDDEN_SOURCES = ("agent_call", "agent_evaluation")
+VISIBLE_ROLES = ("user", "assistant")
+#: Never shown, whatever the allowlist below says (defence in depth).
+HIDDEN_MESSAGE_TYPES = ("tool_call", "tool_result", "audit", "system_audit")
+#: The allowlist. Only ordinary conversational text; any type added later (images, cards,
+#: audit records, ...) stays hidden until someone decides it is ordinary and lists it here.
+VISIBLE_MESSAGE_TYPES = ("text",)
+
+LIKE_ESCAPE = "\\"
+
+
+def escape_like(value: str) -> str:
+    """``value`` as a literal for ``LIKE … ESCAPE '\\'``: the escape itself first, then % and _."""
+    return (
+        value.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
+        .replace("%", LIKE_ESCAPE + "%")
+        .replace("_", LIKE_ESCAPE + "_")
+    )
+
+
+def visible_conversation(uid: str) -> list[ColumnElement[bool]]:
+    is_subagent_child = (
+        select(SubagentThread.id)
+        .where(SubagentThread.child_conversation_id == Conversation.id)
+        .exists()
+    )
+    return [
+        Conversation.uid == uid,
+        Conversation.status == "active",
+        Conversation.source.not_in(HIDDEN_SOURCES),
+        ~is_subagent_child,
+    ]
+
+
+def visible_message(uid: str) -> list[ColumnElement[bool]]:
+    return [
+        Message.uid == uid,
+        Message.role.in_(VISIBLE_ROLES),
+        Message.message_type.in_(VISIBLE_MESSAGE_TYPES),
+        Message.message_type.not_in(HIDDEN_MESSAGE_TYPES),
+    ]
+
+
+def _visible_messages(uid: str, *columns: Any) -> Select[Any]:
+    return (
+        select(*columns)
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .where(*visible_message(uid), *visible_conversation(uid))
+    )
+
+
+def search_statement(uid: str, query: str, limit: int) -> Select[Any]:
+    """Newest visible matches, each with a window of at most ``2 * 512 + len(query)`` characters.
+
+    A character is at least one byte, so ``SEARCH_SNIPPET_BYTES`` characters either side of the
+    match are all a snippet can ever use. The window is cut in SQL around
+    ``strpos(lower(content), lower(query))`` (0 when lower-casing moved the match: the window then
+    starts at the beginning), and only for the rows that survive the LIMIT.
+    """
+    hits = (
+        _visible_messages(
+            uid,
+            Message.id.label("message_id"),
+            Message.role.label("role"),
+            Conversation.thread_id.label("thread_id"),
+            Conversation.title.label("title"),
+        )
+        .where(Message.content.ilike("%" + escape_like(query) + "%", escape=LIKE_ESCAPE))
+        .order_by(Message.id.desc())
+        .limit(limit)
+        .subquery("hits")
+    )
+    position = func.strpos(func.lower(Message.content), func.lower(literal(query, Text)))
+    start = func.greatest(position - SEARCH_SNIPPET_BYTES, 1)
+    return (
+        select(
+            hits.c.message_id,
+            hits.c.role,
+            hits.c.thread_id,
+            hits.c.title,
+            position.label("position"),
+            start.label("window_start"),
+            func.substr(Message.content, start, 2 * SEARCH_SNIPPET_BYTES + len(query)).label(
+                "window"
+            ),
+            func.char_length(Message.content).label("length"),
+        )
+        .join(Message, Message.id == hits.c.message_id)
+        .order_by(hits.c.message_id.desc())
+    )
+
+
+def thread_statement(uid: str, thread_id: str) -> Select[Any]:
+    columns: tuple[Any, ...] = (Conversation.id, Conversation.thread_id, Conversation.title)
+    return select(*columns).where(Conversation.thread_id == thread_id, *visible_conversation(uid))
+
+
+def _content_prefix() -> ColumnElement[str]:
+    # One character more than the budget: enough for truncate_utf8 to cut exactly as it would
+    # cut the whole text (every character is at least one byte).
+    return func.left(Message.content, READ_MESSAGE_BYTES + 1, type_=Text)
+
+
+def thread_messages(uid: str, conversation_id: int) -> Select[Any]:
+    return _visible_messages(uid, Message.id, Message.role, _content_prefix()).where(
+        Message.conversation_id == conversation_id
+    )
+
+
+def tool_calls_statement(uid: str, conversation_id: int) -> Select[Any]:
+    """The newest tool calls of one visible thread, allowlisted columns only."""
+    return (
+        select(
+            ToolCall.id,
+            ToolCall.tool_call_id,
+            ToolCall.name,
+            ToolCall.input,
+            func.left(ToolCall.output, TOOL_ITEM_BYTES + 1, type_=Text).label("output"),
+            ToolCall.status,
+            func.left(ToolCall.error, TOOL_ITEM_BYTES + 1, type_=Text).label("error"),
+        )
+        .join(Message, Message.id == ToolCall.message_id)
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .where(
+            Conversation.id == conversation_id,
+            Message.uid == uid,
+            Message.conversation_id == conversation_id,
+            *visible_conversation(uid),
+        )
+        .order_by(ToolCall.id.desc())
+        .limit(TOOLS_MAX_ITEMS)
+    )

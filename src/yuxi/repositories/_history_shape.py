@@ -1,0 +1,153 @@
+"""Shaping history rows into the bounded tool responses (pure; the rows come from SQL).
+
+Truncation flags: an item gets ``"truncated": true`` when one of its own fields was cut (content,
+snippet, title, tool-call fields); a response gets it when it lost items to a budget, or (read)
+when its title was cut. Nothing is padded with ``"truncated": false`` except the response flag,
+which is always present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from yuxi.repositories._history_budget import (
+    READ_CONTENTS_BYTES,
+    READ_MESSAGE_BYTES,
+    READ_RESPONSE_BYTES,
+    SEARCH_RESPONSE_BYTES,
+    TITLE_BYTES,
+    TOOL_ITEM_BYTES,
+    TOOLS_TOTAL_BYTES,
+    build_snippet,
+    compact_json,
+    drop_order,
+    fit_json_text,
+    fit_tool_call,
+    json_bytes,
+    json_text_bytes,
+    locate_match,
+)
+
+# -- search ------------------------------------------------------------------------------------
+
+
+def search_item(row: Any, query: str) -> dict[str, Any]:
+    """One hit of ``search_statement``: a snippet around the match and a capped title."""
+    window: str = row.window or ""
+    start = int(row.window_start)  # 1-based, like SQL
+    hint = int(row.position) - start if row.position else None
+    snippet, snippet_cut = build_snippet(
+        window,
+        locate_match(window, query, hint),
+        len(query),
+        has_before=start > 1,
+        has_after=start - 1 + len(window) < int(row.length),
+    )
+    title, title_cut = fit_json_text(row.title or "", TITLE_BYTES)
+    item: dict[str, Any] = {
+        "thread_id": row.thread_id,
+        "title": title,
+        "message_id": int(row.message_id),
+        "role": row.role,
+        "content": snippet,
+    }
+    if snippet_cut or title_cut:
+        item["truncated"] = True
+    return item
+
+
+def search_response(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """``items`` newest first; the oldest are dropped until the JSON fits in 16 KiB."""
+    response: dict[str, Any] = {"items": items, "truncated": False}
+    while items and json_bytes(response) > SEARCH_RESPONSE_BYTES:
+        items.pop()
+        response["truncated"] = True
+    return response
+
+
+# -- read --------------------------------------------------------------------------------------
+
+
+def message_item(row: Any) -> dict[str, Any]:
+    content, cut = fit_json_text(row.content or "", READ_MESSAGE_BYTES)
+    item: dict[str, Any] = {"message_id": int(row.id), "role": row.role, "content": content}
+    if cut:
+        item["truncated"] = True
+    return item
+
+
+def tool_call_items(rows: Sequence[Any]) -> tuple[list[dict[str, Any]], bool]:
+    """Rows newest first → items chronological, each ≤ 4 KiB, all ≤ 16 KiB (oldest dropped)."""
+    items = [
+        fit_tool_call(
+            {
+                "tool_call_id": row.tool_call_id,
+                "name": row.name,
+                "input": compact_json(row.input),
+                "output": row.output,
+                "status": row.status,
+                "error": row.error,
+            },
+            TOOL_ITEM_BYTES,
+        )
+        for row in reversed(rows)
+    ]
+    dropped = False
+    while items and json_bytes(items) > TOOLS_TOTAL_BYTES:
+        items.pop(0)
+        dropped = True
+    return items, dropped
+
+
+def read_response(
+    *,
+    thread_id: str,
+    title: str,
+    rows: Sequence[Any],
+    anchor: int | None,
+    tool_calls: list[dict[str, Any]] | None,
+    tools_cut: bool = False,
+) -> dict[str, Any]:
+    """Assemble a read within its budgets; ``anchor`` is an index into the chronological rows.
+
+    Contents together ≤ 32 KiB, then the whole JSON ≤ 64 KiB: messages are given up farthest from
+    the anchor first (no anchor: oldest first), never the anchor (no anchor: never the newest);
+    then, if ever needed, the oldest tool calls. ``tool_calls=None`` leaves the key out.
+    """
+    shown_title, truncated = fit_json_text(title, TITLE_BYTES)
+    truncated = truncated or tools_cut
+    messages = [message_item(row) for row in rows]
+    kept = [True] * len(messages)
+    order = iter(drop_order(len(messages), anchor))
+
+    def contents() -> int:
+        return sum(json_text_bytes(m["content"]) for m, k in zip(messages, kept, strict=True) if k)
+
+    while contents() > READ_CONTENTS_BYTES:
+        kept[next(order)] = False  # the protected message alone is ≤ 8 KiB, so this ends
+        truncated = True
+
+    def build() -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "thread_id": thread_id,
+            "title": shown_title,
+            "messages": [m for m, k in zip(messages, kept, strict=True) if k],
+        }
+        if tool_calls is not None:
+            body["tool_calls"] = tool_calls
+        body["truncated"] = truncated
+        return body
+
+    result = build()
+    while json_bytes(result) > READ_RESPONSE_BYTES:
+        victim = next(order, None)
+        if victim is not None:
+            kept[victim] = False
+        elif tool_calls:
+            tool_calls.pop(0)
+        else:  # unreachable: one ≤ 8 KiB message, a ≤ 256 B title and the keys
+            break
+        truncated = True
+        result = build()
+    return result

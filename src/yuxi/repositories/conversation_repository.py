@@ -1,0 +1,381 @@
+"""Conversations, messages and tool calls; and the bounded, allowlisted history lookback.
+
+Owner (DESIGN.md §2, §5) of history visibility, the field allowlist, the byte budgets and the
+truncation flags of ``search_thread_messages`` / ``read_thread_messages``. Split in three private
+modules: the SQL (visibility inside every WHERE, explicit columns only) in
+:mod:`~yuxi.repositories._history_queries`, the byte arithmetic in
+:mod:`~yuxi.repositories._history_budget`, the response shapes and trimming policy in
+:mod:`~yuxi.repositories._history_shape`.
+
+Never commits: the service or test that calls it owns the transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
+
+from yuxi.db.models import (
+    CONVERSATION_SOURCES,
+    CONVERSATION_STATUSES,
+    MESSAGE_ROLES,
+    Conversation,
+    Message,
+    SubagentThread,
+    ToolCall,
+)
+from yuxi.errors import InvalidArgument, NotFound
+from yuxi.repositories import _history_queries as q
+from yuxi.repositories import _history_shape as shape
+from yuxi.repositories._history_budget import (
+    READ_CONTENTS_BYTES,
+    READ_MAX_MESSAGES,
+    READ_MESSAGE_BYTES,
+    READ_RESPONSE_BYTES,
+    SEARCH_MAX_ITEMS,
+    SEARCH_RESPONSE_BYTES,
+    SEARCH_SNIPPET_BYTES,
+    TITLE_BYTES,
+    TOOL_ITEM_BYTES,
+    TOOLS_MAX_ITEMS,
+    TOOLS_TOTAL_BYTES,
+    compact_json,
+)
+from yuxi.repositories._history_queries import (
+    HIDDEN_MESSAGE_TYPES,
+    HIDDEN_SOURCES,
+    VISIBLE_MESSAGE_TYPES,
+    VISIBLE_ROLES,
+)
+from yuxi.utils.string_utils import is_valid_text
+
+__all__ = [
+    "HIDDEN_MESSAGE_TYPES",
+    "HIDDEN_SOURCES",
+    "NOT_VISIBLE",
+    "READ_CONTENTS_BYTES",
+    "READ_MAX_MESSAGES",
+    "READ_MESSAGE_BYTES",
+    "READ_RESPONSE_BYTES",
+    "SEARCH_MAX_ITEMS",
+    "SEARCH_QUERY_MAX_CHARS",
+    "SEARCH_RESPONSE_BYTES",
+    "SEARCH_SNIPPET_BYTES",
+    "TITLE_BYTES",
+    "TOOLS_MAX_ITEMS",
+    "TOOLS_TOTAL_BYTES",
+    "TOOL_ITEM_BYTES",
+    "VISIBLE_MESSAGE_TYPES",
+    "VISIBLE_ROLES",
+    "ConversationRepository",
+    "compact_json",
+]
+
+#: The one error text of every unreadable thread: foreign, hidden, missing, or a bad anchor.
+NOT_VISIBLE = "thread not found or not visible"
+SEARCH_QUERY_MAX_CHARS = 256
+LIST_MAX_CONVERSATIONS = 200
+LIST_MAX_MESSAGES = 1000
+_THREAD_ID_MAX_CHARS = 64
+_BIGINT_MAX = 2**63 - 1
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(int(value), high))
+
+
+class ConversationRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    # -- conversations ----------------------------------------------------------------------
+
+    async def create_conversation(
+        self,
+        uid: str,
+        *,
+        thread_id: str | None = None,
+        title: str = "",
+        source: str = "chat",
+        metadata: dict[str, Any] | None = None,
+    ) -> Conversation:
+        if source not in CONVERSATION_SOURCES:
+            raise InvalidArgument(f"unknown conversation source {source!r}")
+        conversation = Conversation(
+            thread_id=thread_id or uuid.uuid4().hex,
+            uid=uid,
+            title=title,
+            status="active",
+            source=source,
+            metadata_=dict(metadata or {}),
+        )
+        self.session.add(conversation)
+        await self.session.flush()
+        return conversation
+
+    async def get_owned(self, uid: str, thread_id: str) -> Conversation | None:
+        """The caller's own thread, whatever its status or source (None for anyone else's)."""
+        row = await self.session.execute(
+            select(Conversation).where(Conversation.thread_id == thread_id, Conversation.uid == uid)
+        )
+        return row.scalar_one_or_none()
+
+    async def list_conversations(
+        self,
+        uid: str,
+        *,
+        include_archived: bool = False,
+        limit: int = 50,
+        sources: Sequence[str] = ("chat",),
+        include_subagent_children: bool = False,
+    ) -> list[Conversation]:
+        """The caller's threads, newest updated first; never deleted ones.
+
+        By default only active top-level chat threads: ``sources`` widens the source filter,
+        ``include_subagent_children`` lists persisted SubAgent children too.
+        """
+        statuses = ("active", "archived") if include_archived else ("active",)
+        stmt = select(Conversation).where(
+            Conversation.uid == uid,
+            Conversation.status.in_(statuses),
+            Conversation.source.in_(tuple(sources)),
+        )
+        if not include_subagent_children:
+            stmt = stmt.where(
+                ~select(SubagentThread.id)
+                .where(SubagentThread.child_conversation_id == Conversation.id)
+                .exists()
+            )
+        stmt = stmt.order_by(Conversation.updated_at.desc(), Conversation.id.desc()).limit(
+            _clamp(limit, 1, LIST_MAX_CONVERSATIONS)
+        )
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def set_status(self, uid: str, thread_id: str, status: str) -> None:
+        if status not in CONVERSATION_STATUSES:
+            raise InvalidArgument(f"unknown conversation status {status!r}")
+        stmt = (
+            update(Conversation)
+            .where(Conversation.thread_id == thread_id, Conversation.uid == uid)
+            .values(status=status, updated_at=func.now())
+            .returning(Conversation.id, Conversation.updated_at)
+            .execution_options(synchronize_session=False)
+        )
+        row = (await self.session.execute(stmt)).one_or_none()
+        if row is None:
+            raise NotFound("thread not found")
+        loaded = self.session.identity_map.get(identity_key(Conversation, row.id))
+        if loaded is not None:
+            set_committed_value(loaded, "status", status)
+            set_committed_value(loaded, "updated_at", row.updated_at)
+
+    async def link_subagent_thread(
+        self, parent: Conversation, child: Conversation, created_by_run_id: str | None
+    ) -> SubagentThread:
+        """Persist ``child`` as a SubAgent thread of ``parent`` (which hides it from history)."""
+        if parent.uid != child.uid:
+            raise InvalidArgument("a SubAgent thread must belong to its parent's user")
+        if parent.id == child.id:
+            raise InvalidArgument("a thread cannot be its own SubAgent thread")
+        link = SubagentThread(
+            parent_conversation_id=parent.id,
+            child_conversation_id=child.id,
+            created_by_run_id=created_by_run_id,
+        )
+        self.session.add(link)
+        await self.session.flush()
+        return link
+
+    # -- messages and tool calls --------------------------------------------------------------
+
+    async def add_message(
+        self,
+        conversation: Conversation,
+        *,
+        role: str,
+        content: str,
+        message_type: str = "text",
+        metadata: dict[str, Any] | None = None,
+        image_content: str | None = None,
+        attachments: list[Any] | None = None,
+        run_id: str | None = None,
+    ) -> Message:
+        """Append a message (owned by the conversation's user) and touch ``updated_at``."""
+        if role not in MESSAGE_ROLES:
+            raise InvalidArgument(f"unknown message role {role!r}")
+        message = Message(
+            conversation_id=conversation.id,
+            uid=conversation.uid,
+            role=role,
+            message_type=message_type,
+            content=content,
+            metadata_=dict(metadata or {}),
+            image_content=image_content,
+            attachments=attachments,
+            run_id=run_id,
+        )
+        self.session.add(message)
+        await self.session.flush()
+        touched = await self.session.execute(
+            update(Conversation)
+            .where(Conversation.id == conversation.id)
+            .values(updated_at=func.now())
+            .returning(Conversation.updated_at)
+            .execution_options(synchronize_session=False)
+        )
+        set_committed_value(conversation, "updated_at", touched.scalar_one())
+        return message
+
+    async def add_tool_call(
+        self,
+        message_id: int,
+        *,
+        tool_call_id: str,
+        name: str,
+        input: Any,
+        output: str | None = None,
+        status: str = "pending",
+        error: str | None = None,
+    ) -> ToolCall:
+        call = ToolCall(
+            message_id=message_id,
+            tool_call_id=tool_call_id,
+            name=name,
+            input=input,
+            output=output,
+            status=status,
+            error=error,
+        )
+        self.session.add(call)
+        await self.session.flush()
+        return call
+
+    async def finish_tool_call(
+        self, tool_call_pk: int, *, output: str | None, status: str, error: str | None = None
+    ) -> None:
+        stmt = (
+            update(ToolCall)
+            .where(ToolCall.id == tool_call_pk)
+            .values(output=output, status=status, error=error)
+            .returning(ToolCall.id)
+        )
+        # Plain values: the default synchronisation updates a loaded ToolCall in memory too.
+        if (await self.session.execute(stmt)).scalar_one_or_none() is None:
+            raise NotFound("tool call not found")
+
+    async def list_messages(self, conversation_id: int, *, limit: int = 200) -> list[Message]:
+        """The latest ``limit`` messages of a thread, chronological — for the owner's API view.
+
+        The caller has already checked ownership (``get_owned``); this is not the model's view.
+        """
+        newest = (
+            select(Message)
+            .where(Message.conversation_id == conversation_id)
+            .order_by(Message.id.desc())
+            .limit(_clamp(limit, 1, LIST_MAX_MESSAGES))
+        )
+        rows = list((await self.session.execute(newest)).scalars())
+        rows.reverse()
+        return rows
+
+    # -- history lookback: search -------------------------------------------------------------
+
+    async def search_messages(self, uid: str, query: str, limit: int) -> dict[str, Any]:
+        """Literal, case-insensitive substring search over the caller's visible messages.
+
+        ``query`` was validated by the caller (stripped, 1..256 characters). Newest first; the
+        ToolCall table is never touched. See the module docs of ``_history_budget`` for sizes.
+        """
+        if not query or len(query) > SEARCH_QUERY_MAX_CHARS or not is_valid_text(query):
+            raise InvalidArgument(f"query must be 1..{SEARCH_QUERY_MAX_CHARS} characters of text")
+        limit = _clamp(limit, 1, SEARCH_MAX_ITEMS)
+        rows = (await self.session.execute(q.search_statement(uid, query, limit))).all()
+        return shape.search_response([shape.search_item(row, query) for row in rows])
+
+    # -- history lookback: read ---------------------------------------------------------------
+
+    async def read_messages(
+        self,
+        uid: str,
+        thread_id: str,
+        *,
+        message_id: int | None,
+        limit: int,
+        include_tools: bool,
+    ) -> dict[str, Any]:
+        """Up to 20 visible messages of one visible thread, chronological, within budgets.
+
+        Without ``message_id``: the latest ``limit``. With it: a window around that message
+        that always contains it. Every unreadable case raises ``NotFound(NOT_VISIBLE)``.
+        """
+        if (
+            not isinstance(thread_id, str)
+            or not thread_id
+            or len(thread_id) > _THREAD_ID_MAX_CHARS
+            or not is_valid_text(thread_id)
+        ):
+            raise NotFound(NOT_VISIBLE)
+        if message_id is not None and (
+            isinstance(message_id, bool)
+            or not isinstance(message_id, int)
+            or not 1 <= message_id <= _BIGINT_MAX
+        ):
+            raise NotFound(NOT_VISIBLE)
+        limit = _clamp(limit, 1, READ_MAX_MESSAGES)
+        thread = (await self.session.execute(q.thread_statement(uid, thread_id))).one_or_none()
+        if thread is None:
+            raise NotFound(NOT_VISIBLE)
+        conversation_id = int(thread.id)
+        rows, anchor = await self._message_window(uid, conversation_id, message_id, limit)
+        tool_calls: list[dict[str, Any]] | None = None
+        tools_cut = False
+        if include_tools:  # the ToolCall table is queried only here
+            tool_rows = await self.session.execute(q.tool_calls_statement(uid, conversation_id))
+            tool_calls, tools_cut = shape.tool_call_items(tool_rows.all())
+        return shape.read_response(
+            thread_id=thread.thread_id,
+            title=thread.title or "",
+            rows=rows,
+            anchor=anchor,
+            tool_calls=tool_calls,
+            tools_cut=tools_cut,
+        )
+
+    async def _message_window(
+        self, uid: str, conversation_id: int, anchor_id: int | None, limit: int
+    ) -> tuple[list[Any], int | None]:
+        """Rows ``(id, role, content prefix)`` in chronological order, and the anchor's index."""
+        base = q.thread_messages(uid, conversation_id)
+        if anchor_id is None:
+            latest = (
+                await self.session.execute(base.order_by(Message.id.desc()).limit(limit))
+            ).all()
+            return list(reversed(latest)), None
+        anchor = (await self.session.execute(base.where(Message.id == anchor_id))).one_or_none()
+        if anchor is None:
+            raise NotFound(NOT_VISIBLE)
+        side = limit - 1
+        before = (
+            await self.session.execute(
+                base.where(Message.id < anchor_id).order_by(Message.id.desc()).limit(side)
+            )
+        ).all()
+        after = (
+            await self.session.execute(
+                base.where(Message.id > anchor_id).order_by(Message.id.asc()).limit(side)
+            )
+        ).all()
+        want_before = side // 2
+        want_after = side - want_before
+        if len(before) < want_before:
+            want_after = side - len(before)
+        elif len(after) < want_after:
+            want_before = side - len(after)
+        older = list(reversed(before[:want_before]))
+        return [*older, anchor, *after[:want_after]], len(older)

@@ -1,0 +1,58 @@
+"""Settings, read from the environment (prefix ``YUXI_``) by pydantic-settings.
+
+Nothing here runs at import time: :func:`load_settings` is called by the composition root
+(:mod:`yuxi.bootstrap`), and tests build :class:`Settings` directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from yuxi.errors import ConfigurationError
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="YUXI_", extra="ignore")
+
+    #: External PostgreSQL (``postgresql://…``). Unset → the embedded server under ``data_dir``.
+    database_url: str | None = None
+    #: Holds user workspaces (``workspaces/``) and the embedded server's data (``pgdata/``).
+    data_dir: Path = Path(".yuxi")
+    #: ``provider:model`` for ``init_chat_model``; unset → the deterministic offline model.
+    model: str | None = None
+    model_base_url: str | None = None
+    model_api_key: SecretStr | None = None
+
+    #: A worker's lease on a claimed run; renewed every ``heartbeat_seconds``.
+    lease_seconds: float = Field(default=30.0, gt=0)
+    heartbeat_seconds: float = Field(default=10.0, gt=0)
+    #: In-process workers started by ``yuxi serve`` (0 = rely on ``yuxi worker`` processes).
+    workers: int = Field(default=2, ge=0, le=64)
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    db_pool_size: int = Field(default=10, ge=1, le=200)
+
+    @field_validator("database_url")
+    @classmethod
+    def _normalise_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return value.strip()
+
+    @property
+    def workspace_root(self) -> Path:
+        return self.data_dir.resolve() / "workspaces"
+
+    @property
+    def pgdata_dir(self) -> Path:
+        return self.data_dir.resolve() / "pgdata"
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except Exception as exc:  # pydantic ValidationError: tell the developer at start-up
+        raise ConfigurationError(f"invalid YUXI_* settings: {exc}") from exc

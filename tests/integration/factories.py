@@ -1,0 +1,94 @@
+"""Small builders for integration tests: users, threads and runs in known states."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import text
+
+from yuxi.bootstrap import Container
+from yuxi.db.models import Conversation
+from yuxi.repositories.agent_run_repository import AgentRunRepository
+from yuxi.repositories.user_repository import UserRepository
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    uid: str
+    thread_id: str
+    run_id: str
+    request_id: str
+    worker_id: str
+
+    def as_kwargs(self) -> dict[str, str]:
+        return {
+            "uid": self.uid,
+            "thread_id": self.thread_id,
+            "run_id": self.run_id,
+            "request_id": self.request_id,
+            "worker_id": self.worker_id,
+        }
+
+
+async def make_user(c: Container, *, memory: bool = True, name: str = "tester") -> str:
+    async with c.session_factory() as s, s.begin():
+        repo = UserRepository(s)
+        user = await repo.create_user(name)
+        await repo.set_memory_enabled(user.uid, memory)
+    await c.workspace(user.uid).ensure_user_workspace()
+    return user.uid
+
+
+async def set_memory(c: Container, uid: str, enabled: bool) -> None:
+    async with c.session_factory() as s, s.begin():
+        await UserRepository(s).set_memory_enabled(uid, enabled)
+
+
+async def make_thread(
+    c: Container, uid: str, *, source: str = "chat", status: str = "active", title: str = "t"
+) -> str:
+    thread_id = uuid.uuid4().hex
+    async with c.session_factory() as s, s.begin():
+        s.add(Conversation(thread_id=thread_id, uid=uid, title=title, source=source, status=status))
+    return thread_id
+
+
+async def make_run(
+    c: Container,
+    uid: str,
+    thread_id: str | None = None,
+    *,
+    run_type: str = "chat",
+    claim: bool = True,
+    lease_seconds: float = 60,
+) -> RunIdentity:
+    """A run on a (new) thread; claimed by a fresh worker unless ``claim=False``."""
+    thread_id = thread_id or await make_thread(c, uid)
+    request_id = uuid.uuid4().hex
+    async with c.session_factory() as s, s.begin():
+        repo = AgentRunRepository(s)
+        run, _ = await repo.create_run(
+            uid=uid, thread_id=thread_id, request_id=request_id, run_type=run_type
+        )
+        worker_id = ""
+        if claim:
+            claimed = await repo.claim(run.id, lease_seconds=lease_seconds)
+            assert claimed is not None and claimed.worker_id
+            worker_id = claimed.worker_id
+    return RunIdentity(uid, thread_id, run.id, request_id, worker_id)
+
+
+async def sql(c: Container, statement: str, **params: object) -> None:
+    async with c.session_factory() as s, s.begin():
+        await s.execute(text(statement), params)
+
+
+def memory_file(c: Container, uid: str) -> Path:
+    return c.workspace(uid).directory / "agents" / "MEMORY.md"
+
+
+def sha256_of(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None

@@ -1,0 +1,128 @@
+"""Concurrent writers of one user's MEMORY.md never lose an update (real PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from yuxi.bootstrap import Container
+from yuxi.errors import PreconditionFailed
+
+from .factories import make_run, make_user, memory_file
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _entries(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+async def test_eight_concurrent_writers_from_independent_connections(
+    container: Container,
+) -> None:
+    uid = await make_user(container)
+    runs = [await make_run(container, uid) for _ in range(8)]
+    contents = [f"fact-{i} 事实{i}" for i in range(8)]
+    results = await asyncio.gather(
+        *(
+            container.memory.remember_memory(**run.as_kwargs(), content=content)
+            for run, content in zip(runs, contents, strict=True)
+        )
+    )
+    assert [r["status"] for r in results] == ["updated"] * 8
+    text = memory_file(container, uid).read_bytes().decode("utf-8")  # strict: valid UTF-8
+    for content in contents:
+        assert _entries(text).count(content) == 1
+
+
+async def test_same_content_from_many_runs_is_written_once(container: Container) -> None:
+    uid = await make_user(container)
+    runs = [await make_run(container, uid) for _ in range(8)]
+    results = await asyncio.gather(
+        *(container.memory.remember_memory(**r.as_kwargs(), content="only once") for r in runs)
+    )
+    assert sorted(r["status"] for r in results) == ["unchanged"] * 7 + ["updated"]
+    assert _entries(memory_file(container, uid).read_text()) == ["only once"]
+
+
+async def test_writers_in_separate_os_processes(container: Container, settings) -> None:  # type: ignore[no-untyped-def]
+    uid = await make_user(container)
+    procs = []
+    expected = []
+    for p in range(4):
+        run = await make_run(container, uid)
+        contents = [f"proc-{p}-fact-{i}" for i in range(5)]
+        expected += contents
+        spec = {
+            "database_url": settings.database_url,
+            "data_dir": str(settings.data_dir),
+            "identity": run.as_kwargs(),
+            "contents": contents,
+        }
+        procs.append(
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "tests.integration.proc_writer",
+                json.dumps(spec),
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
+    outputs = await asyncio.gather(*(p.communicate() for p in procs))
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err.decode()
+        statuses = [json.loads(line)["status"] for line in out.decode().splitlines()]
+        assert statuses == ["updated"] * 5
+    entries = _entries(memory_file(container, uid).read_bytes().decode("utf-8"))
+    assert sorted(entries) == sorted(expected)
+
+
+async def test_concurrent_user_edits_and_tool_writes_lose_nothing(container: Container) -> None:
+    """User edits (read → edit → write with If-Match, retry on 412) race with the tool."""
+    uid = await make_user(container)
+    runs = [await make_run(container, uid) for _ in range(8)]
+    service = container.memory
+
+    async def user_edit(n: int) -> int:
+        conflicts = 0
+        while True:
+            data, etag = await service.read_memory_file(uid)
+            text = data.decode()
+            new = (text.rstrip() + "\n\n" if text.strip() else "") + f"user-edit-{n}\n"
+            try:
+                await service.write_memory_file(uid, new.encode(), if_match=etag)
+                return conflicts
+            except PreconditionFailed:
+                conflicts += 1
+                await asyncio.sleep(0)
+
+    tool = [
+        service.remember_memory(**r.as_kwargs(), content=f"tool-fact-{i}")
+        for i, r in enumerate(runs)
+    ]
+    edits = [user_edit(n) for n in range(6)]
+    results = await asyncio.gather(*tool, *edits)
+    assert all(r["status"] == "updated" for r in results[:8])
+    entries = _entries(memory_file(container, uid).read_text())
+    assert sorted(entries) == sorted(
+        [f"tool-fact-{i}" for i in range(8)] + [f"user-edit-{n}" for n in range(6)]
+    )
+
+
+async def test_stale_etag_is_refused_and_file_kept(container: Container) -> None:
+    uid = await make_user(container)
+    service = container.memory
+    _, etag = await service.read_memory_file(uid)
+    await service.write_memory_file(uid, b"first\n", if_match=etag)
+    try:
+        await service.write_memory_file(uid, b"stale overwrite\n", if_match=etag)
+    except PreconditionFailed:
+        pass
+    else:
+        raise AssertionError("stale ETag was accepted")
+    assert memory_file(container, uid).read_text() == "first\n"
