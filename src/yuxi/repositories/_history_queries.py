@@ -126,7 +126,7 @@ def thread_statement(uid: str, thread_id: str) -> Select[Any]:
 def _content_prefix() -> ColumnElement[str]:
     # One character more than the budget: enough for truncate_utf8 to cut exactly as it would
     # cut the whole text (every character is at least one byte).
-    return func.left(Message.content, READ_MESSAGE_BYTES + 1, type_=Text)
+    return func.left(Message.content, READ_MESSAGE_BYTES + 1, type_=Text).label("content")
 
 
 def thread_messages(uid: str, conversation_id: int) -> Select[Any]:

@@ -1,0 +1,144 @@
+"""The shared agent input context: run identity plus the user's AGENTS.md and USER.md.
+
+:func:`build_agent_input_context` is used by chat, resume, the agent-state view and SubAgents.
+It never reads ``agents/MEMORY.md``: long-term memory reaches only the top-level chat agent, and
+only through :mod:`yuxi.agents.middlewares.memory` (DESIGN.md §2).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from yuxi.agents._common import cut_to_char_boundary
+from yuxi.errors import WorkspaceError, WorkspaceFileNotFound
+from yuxi.workspace.filesystem import AGENTS_PATH, USER_PATH, Workspace
+
+__all__ = [
+    "CONTEXT_FILE_MAX_BYTES",
+    "CONTEXT_FILES",
+    "AgentInputContext",
+    "ContextFile",
+    "RunContext",
+    "build_agent_input_context",
+    "trusted_context",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Budget of each context file in the prompt, marker included (UTF-8 bytes).
+CONTEXT_FILE_MAX_BYTES = 64 * 1024
+#: The files assembled into every agent's prompt, in order. MEMORY.md is deliberately absent.
+CONTEXT_FILES: tuple[tuple[str, str], ...] = (
+    (AGENTS_PATH, "Workspace instructions"),
+    (USER_PATH, "About the user"),
+)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Trusted execution identity of one agent run (the LangGraph ``context_schema``).
+
+    Written by the chat service / worker from the leased AgentRun and passed at invoke time;
+    tools read it from ``ToolRuntime.context`` and from nowhere else. ``worker_id`` is the
+    lease token of the claiming worker; it is ``None`` for SubAgent runs, which makes every
+    memory tool refuse (fail closed).
+    """
+
+    uid: str
+    thread_id: str
+    run_id: str
+    request_id: str
+    worker_id: str | None
+
+
+def trusted_context(context: object, *, require_worker: bool) -> RunContext | None:
+    """The run identity if ``context`` is a complete :class:`RunContext`, else ``None``.
+
+    With ``require_worker`` a SubAgent context (``worker_id`` None) is refused as well.
+    Callers turn ``None`` into a structured ``unauthorized_run`` error: fail closed.
+    """
+    if not isinstance(context, RunContext):
+        return None
+    values: list[object] = [context.uid, context.thread_id, context.run_id, context.request_id]
+    if require_worker:
+        values.append(context.worker_id)
+    if not all(isinstance(value, str) and value for value in values):
+        return None
+    return context
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    """What one context file contributed to the prompt."""
+
+    path: str
+    size: int  # UTF-8 bytes put into the prompt, truncation marker included
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class AgentInputContext:
+    system_prompt: str
+    identity: RunContext
+    files: tuple[ContextFile, ...]
+
+
+def _truncation_marker(path: str) -> str:
+    return f"\n…[truncated: only the first 64 KiB of {path} is shown]"
+
+
+def _fit(data: bytes, truncated: bool, path: str) -> str | None:
+    """Decode a bounded read; cut to the budget on a character boundary with a marker."""
+    if truncated or len(data) > CONTEXT_FILE_MAX_BYTES:
+        marker = _truncation_marker(path)
+        budget = CONTEXT_FILE_MAX_BYTES - len(marker.encode("utf-8"))
+        data = cut_to_char_boundary(data[:budget])
+        try:
+            return data.decode("utf-8") + marker
+        except UnicodeDecodeError:
+            return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+async def _read_context_file(workspace: Workspace, path: str) -> tuple[str, bool] | None:
+    try:
+        data, truncated = await workspace.read_authorized_file_prefix(path, CONTEXT_FILE_MAX_BYTES)
+    except WorkspaceFileNotFound:
+        return None
+    except WorkspaceError as exc:
+        _log.warning("context file %s of %s not readable: %s", path, workspace.uid, exc)
+        return None
+    text = _fit(data, truncated, path)
+    if text is None:
+        _log.warning("context file %s of %s is not valid UTF-8; skipped", path, workspace.uid)
+        return None
+    if not text.strip():
+        return None
+    return text, truncated
+
+
+async def build_agent_input_context(
+    *, workspace: Workspace, identity: RunContext, base_prompt: str
+) -> AgentInputContext:
+    """System prompt = ``base_prompt`` + AGENTS.md + USER.md (each ≤ 64 KiB); never MEMORY.md.
+
+    Missing, empty, unreadable (symlink, not a regular file) or non-UTF-8 files are skipped.
+    """
+    if workspace.uid != identity.uid:
+        raise ValueError("the workspace does not belong to the run's user")
+    parts = [base_prompt.rstrip()] if base_prompt.strip() else []
+    files: list[ContextFile] = []
+    for path, title in CONTEXT_FILES:
+        read = await _read_context_file(workspace, path)
+        if read is None:
+            continue
+        text, truncated = read
+        parts.append(f"## {title} ({path})\n\n{text.rstrip()}")
+        files.append(ContextFile(path, len(text.encode("utf-8")), truncated))
+    return AgentInputContext(
+        system_prompt="\n\n".join(parts), identity=identity, files=tuple(files)
+    )

@@ -1,0 +1,29 @@
+"""The LangGraph Postgres checkpointer, on its own psycopg pool (the settings it requires:
+autocommit, no prepared statements, dict rows)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+
+@asynccontextmanager
+async def open_checkpointer(url: str, *, max_size: int = 8) -> AsyncIterator[Any]:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        open=False,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+    )
+    await pool.open(wait=True, timeout=30)
+    try:
+        yield AsyncPostgresSaver(pool)
+    finally:
+        await pool.close()

@@ -1,0 +1,188 @@
+"""Real agent runs on real PostgreSQL with the offline model: the memory boundary, live."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from yuxi.bootstrap import Container
+from yuxi.repositories.agent_run_repository import AgentRunRepository
+from yuxi.runtime.persistence import LeaseLost, RunRecorder
+from yuxi.runtime.worker import Worker, open_run_deps
+from yuxi.services.chat_service import ChatService
+from yuxi.workspace.filesystem import Workspace
+
+from .factories import make_user, memory_file, set_memory, sha256_of, sql
+
+
+@pytest.fixture
+async def worker(container: Container) -> AsyncIterator[Worker]:
+    async with open_run_deps(container) as deps:
+        yield Worker(container, deps, name="test-worker")
+
+
+async def _run(container: Container, worker: Worker, uid: str, thread_id: str, text: str):  # type: ignore[no-untyped-def]
+    chat = ChatService(container.session_factory)
+    run, _ = await chat.submit(uid, thread_id, text)
+    assert await worker.run_once()
+    done = await chat.get_run(uid, run.id)
+    events = await chat.events_after(uid, run.id)
+    return done, events
+
+
+def _tools(events: list) -> list[str]:  # type: ignore[type-arg]
+    return [e.data["name"] for e in events if e.event_type == "tool_start"]
+
+
+async def test_remember_then_recall_in_a_new_thread_then_switch_off(
+    container: Container, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uid = await make_user(container, memory=True)
+    chat = ChatService(container.session_factory)
+    thread_a = (await chat.create_thread(uid)).thread_id
+    run_a, events_a = await _run(container, worker, uid, thread_a, "remember: I drink oolong tea")
+    assert run_a.status == "completed", run_a.error_message
+    assert _tools(events_a) == ["remember_memory"]
+    ends = [e.data for e in events_a if e.event_type == "tool_end"]
+    assert ends[0]["status"] == "success" and json.loads(ends[0]["result"])["status"] == "updated"
+    assert "I drink oolong tea" in memory_file(container, uid).read_text()
+
+    thread_b = (await chat.create_thread(uid)).thread_id
+    run_b, _ = await _run(container, worker, uid, thread_b, "what do you remember?")
+    assert run_b.status == "completed"
+    assert "I drink oolong tea" in run_b.output["reply"]
+    assert run_b.memory_snapshot_sha256 and run_b.memory_snapshot_bytes
+
+    await set_memory(container, uid, False)
+    before = sha256_of(memory_file(container, uid))
+    opened: list[str] = []
+    real_prefix = Workspace.read_authorized_file_prefix
+
+    async def spy(self: Workspace, path: str, max_bytes: int):  # type: ignore[no-untyped-def]
+        opened.append(path)
+        return await real_prefix(self, path, max_bytes)
+
+    monkeypatch.setattr(Workspace, "read_authorized_file_prefix", spy)
+    thread_c = (await chat.create_thread(uid)).thread_id
+    run_c, events_c = await _run(container, worker, uid, thread_c, "remember: poison")
+    assert run_c.status == "completed"
+    assert _tools(events_c) == []
+    assert Workspace.MEMORY_PATH not in opened
+    assert sha256_of(memory_file(container, uid)) == before
+    assert run_c.memory_snapshot_sha256 is None
+    run_d, _ = await _run(container, worker, uid, thread_c, "what do you remember?")
+    assert "oolong" not in run_d.output["reply"]
+
+
+async def test_dead_worker_is_reconciled_and_its_late_writes_refused(
+    container: Container, worker: Worker
+) -> None:
+    uid = await make_user(container)
+    chat = ChatService(container.session_factory)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "remember: from the dead")
+    async with container.session_factory() as s, s.begin():
+        dead = await AgentRunRepository(s).claim_next(lease_seconds=60)
+    assert dead is not None and dead.id == run.id and dead.worker_id
+    # The dead worker never heartbeats; its lease runs out (by the database clock).
+    await sql(
+        container,
+        "UPDATE agent_runs SET lease_expires_at = now() - interval '1 second' WHERE id = :id",
+        id=run.id,
+    )
+    assert await worker.run_once() is False  # nothing to claim: the run is not re-executed
+    assert worker.stats.reconciled == 1
+    final = await chat.get_run(uid, run.id)
+    assert (final.status, final.error_code) == ("failed", "worker_lease_expired")
+    before = sha256_of(memory_file(container, uid))
+    late = await container.memory.remember_memory(
+        uid=uid,
+        thread_id=thread,
+        run_id=run.id,
+        request_id=run.request_id,
+        worker_id=dead.worker_id,
+        content="late write",
+    )
+    assert late["code"] == "unauthorized_run"
+    assert sha256_of(memory_file(container, uid)) == before
+    recorder = RunRecorder(container.session_factory, dead, dead.worker_id)
+    with pytest.raises(LeaseLost):
+        await recorder.event("token", {"text": "late"})
+    with pytest.raises(LeaseLost):
+        await recorder.finish("completed")
+    assert (await chat.get_run(uid, run.id)).status == "failed"
+
+
+async def test_delegation_child_thread_is_hidden_from_history(
+    container: Container, worker: Worker
+) -> None:
+    uid = await make_user(container)
+    chat = ChatService(container.session_factory)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, events = await _run(container, worker, uid, thread, "delegate: CHILDMARK-7f3a summarize")
+    assert run.status == "completed", run.error_message
+    assert _tools(events) == ["delegate_to_subagent"]
+    runs = await chat.thread_runs(uid, thread)
+    assert [r.run_type for r in runs] == ["chat"]
+    async with container.session_factory() as s:
+        sub = (
+            await s.execute(
+                __import__("sqlalchemy").text(
+                    "SELECT run_type, status, worker_id FROM agent_runs WHERE run_type='subagent'"
+                )
+            )
+        ).all()
+    assert [(r[0], r[1], r[2]) for r in sub] == [("subagent", "completed", None)]
+    found = await container.memory.search_thread_messages(uid=uid, query="CHILDMARK-7f3a")
+    # The parent thread's own user message matches; the child thread never does.
+    assert {item["thread_id"] for item in found["items"]} == {thread}
+
+
+async def test_approval_interrupt_then_resume_on_the_same_thread(
+    container: Container, worker: Worker
+) -> None:
+    uid = await make_user(container)
+    chat = ChatService(container.session_factory)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, events = await _run(container, worker, uid, thread, "write file notes/todo.md: buy 茶")
+    assert run.status == "interrupted", run.error_message
+    assert [e.event_type for e in events].count("interrupt") == 1
+    target = container.workspace(uid).directory / "notes" / "todo.md"
+    assert not target.exists()
+    resume, created = await chat.resume(uid, run.id, "approve")
+    assert created and resume.run_type == "resume" and resume.created_by_run_id == run.id
+    assert await worker.run_once()
+    done = await chat.get_run(uid, resume.id)
+    assert done.status == "completed", done.error_message
+    assert done.conversation_thread_id == thread
+    assert target.read_text() == "buy 茶"
+    again, created_again = await chat.resume(uid, run.id, "approve")
+    assert not created_again and again.id == resume.id
+
+
+async def test_rejected_approval_writes_nothing(container: Container, worker: Worker) -> None:
+    uid = await make_user(container)
+    chat = ChatService(container.session_factory)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await _run(container, worker, uid, thread, "write file x.md: nope")
+    assert run.status == "interrupted"
+    resume, _ = await chat.resume(uid, run.id, "reject")
+    assert await worker.run_once()
+    assert (await chat.get_run(uid, resume.id)).status == "completed"
+    assert not (container.workspace(uid).directory / "x.md").exists()
+
+
+async def test_new_message_while_awaiting_approval_is_refused(
+    container: Container, worker: Worker
+) -> None:
+    from yuxi.errors import Conflict
+
+    uid = await make_user(container)
+    chat = ChatService(container.session_factory)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await _run(container, worker, uid, thread, "write file y.md: wait")
+    assert run.status == "interrupted"
+    with pytest.raises(Conflict):
+        await chat.submit(uid, thread, "hello?")
