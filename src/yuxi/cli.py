@@ -80,21 +80,82 @@ def users_create(name: str) -> None:
     typer.echo(f"uid:   {uid}\ntoken: {token}")
 
 
+async def _serve(container: Container, *, host: str, port: int, banner: str = "") -> None:
+    import uvicorn
+
+    from yuxi.api.app import create_app
+
+    config = uvicorn.Config(create_app(container), host=host, port=port, log_level="info")
+    server = uvicorn.Server(config)
+    if banner:
+        typer.echo(banner)
+    await server.serve()
+
+
+@app.command("serve")
+def serve(host: str | None = None, port: int | None = None) -> None:
+    """The HTTP API, the web UI and the in-process worker pool."""
+    settings = load_settings()
+
+    async def main() -> None:
+        container = await bootstrap(settings, migrate=True)
+        try:
+            await _serve(container, host=host or settings.host, port=port or settings.port)
+        finally:
+            await container.aclose(stop_embedded=True)
+
+    asyncio.run(main())
+
+
+@app.command("worker")
+def worker(count: int = typer.Option(1, min=1, max=64)) -> None:
+    """Run workers in this process (alongside or instead of the server's pool)."""
+    import signal
+
+    from yuxi.runtime.worker import run_workers
+
+    async def main(c: Container) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        typer.echo(f"{count} worker(s) running; Ctrl-C to stop")
+        await run_workers(c, count, stop)
+
+    _with_container(main, migrate=True)
+
+
+DEMO_UID = "demo"
+
+
 @app.command("run")
 def run() -> None:
-    """Development run: embedded PostgreSQL, migrations, then the server."""
-    settings = load_settings()
-    url, embedded = resolve_database_url(settings)
-    from yuxi.db.migrate import upgrade_sync
+    """Development run: embedded PostgreSQL, migrations, a demo user, then the server."""
+    from yuxi.repositories.user_repository import UserRepository
 
-    upgrade_sync(url)
-    where = (
-        f"embedded PostgreSQL under {settings.pgdata_dir}" if embedded else "external PostgreSQL"
-    )
-    typer.echo(f"database ready ({where}), migrations applied.")
-    typer.echo(
-        "The HTTP server and web UI are not built yet (see the open issues); "
-        "`yuxi users create NAME` works today."
-    )
-    if embedded is not None and embedded.started_by_us:
-        embedded.stop()
+    settings = load_settings()
+
+    async def main() -> None:
+        container = await bootstrap(settings, migrate=True)
+        try:
+            async with container.session_factory() as session, session.begin():
+                repo = UserRepository(session)
+                if await repo.get(DEMO_UID) is None:
+                    await repo.create_user("Demo user", uid=DEMO_UID)
+                token = await repo.add_token(DEMO_UID, label="make run")
+            await container.workspace(DEMO_UID).ensure_user_workspace()
+            where = "embedded PostgreSQL" if container.embedded else "external PostgreSQL"
+            url = f"http://{settings.host}:{settings.port}/?token={token}"
+            banner = (
+                f"Yuxi Memory on {where}; migrations applied; demo user '{DEMO_UID}'.\n"
+                f"Open: {url}\n"
+            )
+            await _serve(container, host=settings.host, port=settings.port, banner=banner)
+        finally:
+            await container.aclose(stop_embedded=True)
+
+    asyncio.run(main())
+
+
+if __name__ == "__main__":
+    app()

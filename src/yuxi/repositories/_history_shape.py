@@ -124,7 +124,7 @@ def read_response(
     def contents() -> int:
         return sum(json_text_bytes(m["content"]) for m, k in zip(messages, kept, strict=True) if k)
 
-    while False:
+    while contents() > READ_CONTENTS_BYTES:
         kept[next(order)] = False  # the protected message alone is ≤ 8 KiB, so this ends
         truncated = True
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -255,6 +256,21 @@ class MemoryService:
             raise InvalidArgument("MEMORY.md must be valid UTF-8") from None
         if b"\x00" in data:
             raise InvalidArgument("MEMORY.md must not contain NUL bytes")
+        async with self._user_edit(uid, if_match) as workspace:
+            await workspace.replace_authorized_file(MEMORY_PATH, data)
+        return etag_for(data)
+
+    async def delete_memory_file(self, uid: str, *, if_match: str | None = None) -> None:
+        """Delete MEMORY.md under the same lock (a later remember_memory re-creates it)."""
+        async with self._user_edit(uid, if_match) as workspace:
+            try:
+                await workspace.delete_file(MEMORY_PATH)
+            except WorkspaceFileNotFound:
+                pass
+
+    @asynccontextmanager
+    async def _user_edit(self, uid: str, if_match: str | None) -> AsyncIterator[Workspace]:
+        """Hold the per-uid advisory lock and file lock; check ``If-Match`` against the file."""
         workspace = self._workspace(uid)
         async with self._sessions() as session, session.begin():
             await AgentRunRepository(session).lock_user_memory(uid)
@@ -268,8 +284,7 @@ class MemoryService:
                         raise PreconditionFailed(
                             "MEMORY.md changed since you loaded it; reload and re-apply your edit"
                         )
-                await workspace.replace_authorized_file(MEMORY_PATH, data)
-        return etag_for(data)
+                yield workspace
 
     # -- history lookback ---------------------------------------------------------------------
 
@@ -303,7 +318,7 @@ class MemoryService:
         except SQLAlchemyError as exc:
             _log.warning("search_thread_messages failed: %r", exc)
             return tool_error("storage_unavailable", "history is unavailable right now")
-        return {"status": "ok", **result}
+        return result
 
     async def read_thread_messages(
         self,
@@ -341,7 +356,7 @@ class MemoryService:
         except SQLAlchemyError as exc:
             _log.warning("read_thread_messages failed: %r", exc)
             return tool_error("storage_unavailable", "history is unavailable right now")
-        return {"status": "ok", **result}
+        return result
 
 
 def _int_arg(value: object, name: str, low: int, high: int) -> int | dict[str, Any]:

@@ -1,4 +1,4 @@
-"""A real PostgreSQL for the integration tier.
+"""A real PostgreSQL for the integration, e2e and browser tiers.
 
 ``YUXI_TEST_DATABASE_URL`` when set; otherwise a throwaway embedded server for the session. Each
 test gets its own database cloned from a migrated template (``CREATE DATABASE … TEMPLATE``), so
@@ -25,12 +25,6 @@ from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.db.engine import libpq_url
 from yuxi.db.migrate import upgrade_sync
 from yuxi.settings import Settings
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/integration" in str(item.path):
-            item.add_marker(pytest.mark.pg)
 
 
 def with_database(url: str, name: str) -> str:

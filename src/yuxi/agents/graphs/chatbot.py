@@ -1,0 +1,75 @@
+"""The top-level chatbot graph: the only place the memory middleware is constructed."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    HumanInTheLoopMiddleware,
+    InputAgentState,
+    OutputAgentState,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from yuxi.agents._ports import MemoryPort
+from yuxi.agents.context import RunContext
+from yuxi.agents.middlewares.memory import create_memory_middleware
+from yuxi.agents.tools.workspace_tools import SENSITIVE_TOOLS, make_workspace_tools
+from yuxi.services.memory_service import MemorySnapshot
+from yuxi.workspace.filesystem import Workspace
+
+__all__ = ["AgentGraph", "build_chatbot_graph"]
+
+AgentGraph: TypeAlias = CompiledStateGraph[
+    AgentState[Any], RunContext, InputAgentState, OutputAgentState[Any]
+]
+
+
+async def build_chatbot_graph(
+    *,
+    model: BaseChatModel,
+    memory: MemoryPort,
+    workspace: Workspace,
+    context: RunContext,
+    system_prompt: str,
+    delegate_tool: BaseTool | None,
+    checkpointer: Checkpointer | None,
+    on_snapshot: Callable[[MemorySnapshot], Awaitable[None]] | None = None,
+) -> AgentGraph:
+    """Build the chatbot graph for one new run (chat or resume) of ``context``.
+
+    ``system_prompt`` is the shared context (:func:`build_agent_input_context`). The memory
+    switch is re-queried here; when on, the memory middleware adds the memory block and the
+    three memory tools. The generic write/edit tools pause for human approval; the generic tools
+    may touch MEMORY.md only while memory is on. Invoke the graph with ``context=context``.
+    """
+    if workspace.uid != context.uid:
+        raise ValueError("the workspace does not belong to the run's user")
+    memory_middleware = await create_memory_middleware(
+        memory=memory, context=context, on_snapshot=on_snapshot
+    )
+    tools: list[BaseTool] = make_workspace_tools(
+        workspace=workspace, memory=memory, allow_memory_file=memory_middleware is not None
+    )
+    if delegate_tool is not None:
+        tools.append(delegate_tool)
+    middleware: list[AgentMiddleware[Any, RunContext, Any]] = []
+    if memory_middleware is not None:
+        middleware.append(memory_middleware)
+    middleware.append(HumanInTheLoopMiddleware(interrupt_on=dict.fromkeys(SENSITIVE_TOOLS, True)))
+    return create_agent(
+        model,
+        tools=tools,
+        system_prompt=system_prompt,
+        middleware=middleware,
+        context_schema=RunContext,
+        checkpointer=checkpointer,
+        name="yuxi_chatbot",
+    )

@@ -1,0 +1,6 @@
+"""Chat models: configured providers and the deterministic offline model."""
+
+from yuxi.agents.models.factory import build_chat_model
+from yuxi.agents.models.offline import OfflineChatModel
+
+__all__ = ["OfflineChatModel", "build_chat_model"]

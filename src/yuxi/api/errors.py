@@ -1,0 +1,84 @@
+"""Tell the user: every error leaves the API as ``{"error": {"code", "message"}}``.
+
+The one place where :class:`yuxi.errors.YuxiError` codes become HTTP status codes.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from yuxi.errors import YuxiError
+
+_log = logging.getLogger(__name__)
+
+STATUS_BY_CODE = {
+    "invalid_argument": 400,
+    "unsafe_path": 400,
+    "symlink_refused": 400,
+    "not_regular_file": 400,
+    "workspace_error": 400,
+    "unauthorized": 401,
+    "not_found": 404,
+    "file_not_found": 404,
+    "conflict": 409,
+    "active_run_exists": 409,
+    "precondition_failed": 412,
+    "file_too_large": 413,
+    "storage_unavailable": 503,
+    "configuration_error": 500,
+}
+
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    411: "length_required",
+    412: "precondition_failed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_argument",
+    428: "precondition_required",
+}
+
+
+def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
+    return {"error": {"code": code, "message": message}}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(YuxiError)
+    async def _yuxi(_: Request, exc: YuxiError) -> JSONResponse:
+        status = STATUS_BY_CODE.get(exc.code, 400)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse(error_body(exc.code, exc.message), status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = []
+        for err in exc.errors()[:5]:
+            where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+            parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
+        return JSONResponse(
+            error_body("invalid_argument", "; ".join(parts) or "invalid request"), status_code=422
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = HTTP_CODES.get(exc.status_code, "error")
+        return JSONResponse(
+            error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        _log.exception("unhandled error")
+        return JSONResponse(error_body("internal_error", "internal server error"), status_code=500)

@@ -1,0 +1,99 @@
+"""Request and response bodies. Requests refuse unknown fields (``extra="forbid"``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ConfigBody(Strict):
+    enable_memory: bool = Field(strict=True)
+
+
+class ConfigView(BaseModel):
+    enable_memory: bool
+
+
+class MeView(BaseModel):
+    uid: str
+    name: str
+
+
+class ThreadCreate(Strict):
+    title: str = Field(default="", max_length=200)
+
+
+class ThreadView(BaseModel):
+    thread_id: str
+    title: str
+    status: str
+    source: str
+    created_at: str
+    updated_at: str
+
+
+class ThreadList(BaseModel):
+    threads: list[ThreadView]
+
+
+class MessageView(BaseModel):
+    message_id: int
+    role: str
+    message_type: str
+    content: str
+    run_id: str | None
+    created_at: str
+
+
+class ThreadDetail(ThreadView):
+    messages: list[MessageView]
+
+
+class RunCreate(Strict):
+    input: str = Field(min_length=1, max_length=32768)
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class ResumeBody(Strict):
+    decision: Literal["approve", "reject"]
+
+
+class RunView(BaseModel):
+    run_id: str
+    thread_id: str
+    request_id: str
+    run_type: str
+    status: str
+    cancel_requested: bool
+    created_by_run_id: str | None
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    error: dict[str, Any] | None
+    output: dict[str, Any] | None
+    memory_snapshot: dict[str, Any] | None
+
+
+class FileEntryView(BaseModel):
+    path: str
+    size: int
+    is_dir: bool
+    mtime: float
+
+
+class FileList(BaseModel):
+    files: list[FileEntryView]
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
