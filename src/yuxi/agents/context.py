@@ -15,8 +15,8 @@ from yuxi.errors import WorkspaceError, WorkspaceFileNotFound
 from yuxi.workspace.filesystem import AGENTS_PATH, USER_PATH, Workspace
 
 __all__ = [
-    "CONTEXT_FILE_MAX_BYTES",
     "CONTEXT_FILES",
+    "CONTEXT_FILE_MAX_BYTES",
     "AgentInputContext",
     "ContextFile",
     "RunContext",

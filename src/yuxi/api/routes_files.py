@@ -38,8 +38,7 @@ async def list_files(uid: UidDep, container: ContainerDep, path: str = "") -> Fi
     entries = await workspace.list_files(path, recursive=True)
     return FileList(
         files=[
-            FileEntryView(path=e.path, size=e.size, is_dir=e.is_dir, mtime=e.mtime)
-            for e in entries
+            FileEntryView(path=e.path, size=e.size, is_dir=e.is_dir, mtime=e.mtime) for e in entries
         ]
     )
 

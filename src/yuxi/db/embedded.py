@@ -68,13 +68,13 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Start (or reuse) the server and return a libpq URL for its ``postgres`` database."""
         _refuse_home(self.pgdata)
-        import pgserver
+        from pgserver.postgres_server import get_server
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         was_running = self.status().running
         # cleanup_mode=None: we decide when to stop, not pgserver's atexit bookkeeping (which
         # never stops a server whose earlier owner crashed).
-        server = pgserver.get_server(self.pgdata, cleanup_mode=None)
+        server = get_server(self.pgdata, cleanup_mode=None)
         self.started_by_us = not was_running
         self._url = str(server.get_uri())
         _log.info(
@@ -92,7 +92,9 @@ class EmbeddedPostgres:
         """Fast-shutdown the server on this data directory. Returns whether one was running."""
         if not self.status().running:
             return False
-        from pgserver._commands import pg_ctl
+        from pgserver import _commands
+
+        pg_ctl = getattr(_commands, "pg_ctl")  # noqa: B009 - generated at import for each binary
 
         user = "pgserver" if os.name == "posix" and os.geteuid() == 0 else None
         try:

@@ -18,12 +18,14 @@ from yuxi.db.models import RunEvent
 _APPEND_FENCED = text(
     """
     INSERT INTO run_events (run_id, seq, event_type, data)
-    SELECT :run_id,
-           COALESCE((SELECT max(seq) FROM run_events WHERE run_id = :run_id), 0) + 1,
-           :event_type, :data
+    SELECT CAST(:run_id AS varchar),
+           COALESCE((SELECT max(seq) FROM run_events WHERE run_id = CAST(:run_id AS varchar)), 0)
+             + 1,
+           CAST(:event_type AS varchar), :data
     WHERE EXISTS (
         SELECT 1 FROM agent_runs
-        WHERE id = :run_id AND worker_id = :worker_id AND status = 'running'
+        WHERE id = CAST(:run_id AS varchar)
+          AND worker_id = CAST(:worker_id AS varchar) AND status = 'running'
           AND lease_expires_at > now()
     )
     RETURNING seq
@@ -33,9 +35,10 @@ _APPEND_FENCED = text(
 _APPEND = text(
     """
     INSERT INTO run_events (run_id, seq, event_type, data)
-    SELECT :run_id,
-           COALESCE((SELECT max(seq) FROM run_events WHERE run_id = :run_id), 0) + 1,
-           :event_type, :data
+    SELECT CAST(:run_id AS varchar),
+           COALESCE((SELECT max(seq) FROM run_events WHERE run_id = CAST(:run_id AS varchar)), 0)
+             + 1,
+           CAST(:event_type AS varchar), :data
     RETURNING seq
     """
 ).bindparams(bindparam("data", type_=JSONB))

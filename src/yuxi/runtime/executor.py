@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -114,10 +121,10 @@ class RunExecutor:
                 checkpointer=self.deps.checkpointer,
                 on_snapshot=on_snapshot,
             )
-            graph_input = await self._graph_input(run, graph)
+            graph_input: Any = await self._graph_input(run, graph)
             state = _StreamState()
             await self._preload_seen(graph, run, state)
-            config = {"configurable": {"thread_id": run.conversation_thread_id}}
+            config: RunnableConfig = {"configurable": {"thread_id": run.conversation_thread_id}}
             async for mode, chunk in graph.astream(
                 graph_input, config, context=ctx, stream_mode=["updates", "messages"]
             ):
@@ -168,7 +175,9 @@ class RunExecutor:
 
     async def _preload_seen(self, graph: Any, run: AgentRun, state: _StreamState) -> None:
         """Messages already in the thread's checkpoint were recorded by earlier runs."""
-        snapshot = await graph.aget_state({"configurable": {"thread_id": run.conversation_thread_id}})
+        snapshot = await graph.aget_state(
+            {"configurable": {"thread_id": run.conversation_thread_id}}
+        )
         for message in (snapshot.values or {}).get("messages", []) if snapshot else []:
             if getattr(message, "id", None):
                 state.seen_message_ids.add(message.id)
@@ -284,9 +293,7 @@ class RunExecutor:
         )
         status, reply = "completed", ""
         try:
-            result = await graph.ainvoke(
-                {"messages": [HumanMessage(content=task)]}, context=ctx
-            )
+            result = await graph.ainvoke({"messages": [HumanMessage(content=task)]}, context=ctx)
             messages = result.get("messages", [])
             reply = _text(messages[-1]) if messages else ""
         except Exception as exc:  # the parent run goes on; the child records the failure
@@ -303,8 +310,11 @@ class RunExecutor:
                 .values(status=status, finished_at=func.now(), output={"reply": reply})
             )
         return json.dumps(
-            {"status": "ok" if status == "completed" else "error", "thread_id": child.thread_id,
-             "reply": reply},
+            {
+                "status": "ok" if status == "completed" else "error",
+                "thread_id": child.thread_id,
+                "reply": reply,
+            },
             ensure_ascii=False,
             separators=(",", ":"),
         )

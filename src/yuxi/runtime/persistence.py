@@ -92,9 +92,7 @@ class RunRecorder:
                     {"tool_call_id": call.get("id"), "name": call.get("name"), "args": args},
                 )
 
-    async def tool_result(
-        self, tool_call_id: str, name: str, content: str, status: str
-    ) -> None:
+    async def tool_result(self, tool_call_id: str, name: str, content: str, status: str) -> None:
         async with self._sessions() as session, session.begin():
             await self._fence(session)
             repo = ConversationRepository(session)
@@ -139,7 +137,9 @@ class RunRecorder:
                 run_id=self.run.id,
             )
             await RunEventRepository(session).append(
-                self.run.id, "message", {"message_id": message.id, "role": "assistant", "content": content}
+                self.run.id,
+                "message",
+                {"message_id": message.id, "role": "assistant", "content": content},
             )
 
     async def record_snapshot(self, sha256: str, size: int) -> None:
@@ -166,7 +166,10 @@ class RunRecorder:
             data: dict[str, Any] = {"status": status}
             if error_code:
                 data["error"] = {"code": error_code, "message": error_message}
-            if await events.append_as_owner(self.run.id, self.worker_id, "run_status", data) is None:
+            if (
+                await events.append_as_owner(self.run.id, self.worker_id, "run_status", data)
+                is None
+            ):
                 raise LeaseLost(self.run.id)
             finished = await AgentRunRepository(session).finish(
                 self.run.id,

@@ -8,6 +8,7 @@ told, the run goes on, and the file is untouched.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -263,10 +264,8 @@ class MemoryService:
     async def delete_memory_file(self, uid: str, *, if_match: str | None = None) -> None:
         """Delete MEMORY.md under the same lock (a later remember_memory re-creates it)."""
         async with self._user_edit(uid, if_match) as workspace:
-            try:
+            with contextlib.suppress(WorkspaceFileNotFound):
                 await workspace.delete_file(MEMORY_PATH)
-            except WorkspaceFileNotFound:
-                pass
 
     @asynccontextmanager
     async def _user_edit(self, uid: str, if_match: str | None) -> AsyncIterator[Workspace]:

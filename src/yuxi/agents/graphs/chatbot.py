@@ -25,7 +25,10 @@ from yuxi.agents.tools.workspace_tools import SENSITIVE_TOOLS, make_workspace_to
 from yuxi.services.memory_service import MemorySnapshot
 from yuxi.workspace.filesystem import Workspace
 
-__all__ = ["AgentGraph", "build_chatbot_graph"]
+__all__ = ["CHATBOT_AGENT_NAME", "AgentGraph", "build_chatbot_graph"]
+
+#: ``lc_agent_name`` in stream metadata and ``AIMessage.name`` of the chatbot's answers.
+CHATBOT_AGENT_NAME = "chatbot"
 
 AgentGraph: TypeAlias = CompiledStateGraph[
     AgentState[Any], RunContext, InputAgentState, OutputAgentState[Any]
@@ -71,5 +74,5 @@ async def build_chatbot_graph(
         middleware=middleware,
         context_schema=RunContext,
         checkpointer=checkpointer,
-        name="yuxi_chatbot",
+        name=CHATBOT_AGENT_NAME,
     )

@@ -2,6 +2,11 @@
 
 Its prompt comes from :func:`build_agent_input_context` (AGENTS.md + USER.md, never MEMORY.md)
 and it is invoked with a :class:`RunContext` whose ``worker_id`` is ``None``.
+
+``checkpointer=None`` means *no* checkpointing. LangGraph would otherwise treat a graph compiled
+without a checkpointer and invoked inside a parent's tool as a subgraph that inherits the
+parent's checkpointer, writing SubAgent state into the parent thread's checkpoints (under a
+``tools:<task>`` namespace); ``False`` keeps the SubAgent's state out of the parent thread.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from yuxi.agents.graphs.chatbot import AgentGraph
 from yuxi.agents.tools.workspace_tools import make_read_workspace_tool
 from yuxi.workspace.filesystem import Workspace
 
-__all__ = ["build_subagent_graph"]
+__all__ = ["SUBAGENT_AGENT_NAME", "build_subagent_graph"]
+
+#: ``lc_agent_name`` in stream metadata, so a parent stream can tell SubAgent tokens apart.
+SUBAGENT_AGENT_NAME = "subagent"
 
 
 def build_subagent_graph(
@@ -30,6 +38,6 @@ def build_subagent_graph(
         tools=[make_read_workspace_tool(workspace=workspace)],
         system_prompt=system_prompt,
         context_schema=RunContext,
-        checkpointer=checkpointer,
-        name="yuxi_subagent",
+        checkpointer=checkpointer if checkpointer is not None else False,
+        name=SUBAGENT_AGENT_NAME,
     )

@@ -28,4 +28,5 @@ def build_chat_model(settings: Settings) -> BaseChatModel:
         kwargs["base_url"] = settings.model_base_url
     if settings.model_api_key is not None:
         kwargs["api_key"] = settings.model_api_key.get_secret_value()
-    return init_chat_model(name, **kwargs)
+    model: BaseChatModel = init_chat_model(name, **kwargs)
+    return model

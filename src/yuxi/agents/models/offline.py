@@ -10,7 +10,8 @@ It reads the last user message and understands (English or Chinese, ``:`` or ``�
     read thread: ID [at N] [with tools] / 读取线程：ID …       → read_thread_messages(...)
     what do you remember?               / 你记得什么？          → quotes its memory block
     delegate: TASK                      / 委派：TASK           → delegate_to_subagent(task)
-    write file PATH: TEXT               / 写入文件 PATH：TEXT   → write_workspace_file(path, content)
+    read file: PATH                     / 读取文件：PATH       → read_workspace_file(path)
+    write file PATH: TEXT               / 写入文件 PATH：TEXT   → write_workspace_file(...)
 
 Anything else gets a short echo. When the conversation ends with the results of its own tool
 calls, the final answer quotes each result verbatim.
@@ -74,6 +75,10 @@ _READ = (
 )
 _RECALL = (_rx(r"^what do you remember\s*\??$", _I), _rx(r"^你记得什么\s*[?？]?$"))
 _DELEGATE = (_rx(rf"^delegate{_C}(?P<text>.+)$", _I), _rx(rf"^委派{_C}(?P<text>.+)$"))
+_READ_FILE = (
+    _rx(rf"^read file{_C}(?P<path>\S+)\s*$", _I),
+    _rx(rf"^读取文件{_C}(?P<path>\S+)\s*$"),
+)
 _WRITE = (
     _rx(rf"^write file\s+(?P<path>[^\s:：]+){_C}(?P<text>.*)$", _I),
     _rx(rf"^写入文件\s*(?P<path>[^\s:：]+){_C}(?P<text>.*)$"),
@@ -113,6 +118,9 @@ def _parse(text: str) -> _Intent:
     if m := _match(_DELEGATE, text):
         found, zh = m
         return _Intent("delegate_to_subagent", {"task": found["text"].strip()}, zh, "delegate")
+    if m := _match(_READ_FILE, text):
+        found, zh = m
+        return _Intent("read_workspace_file", {"path": found["path"]}, zh, "read_file")
     if m := _match(_WRITE, text):
         found, zh = m
         write_args = {"path": found["path"], "content": found["text"].strip()}

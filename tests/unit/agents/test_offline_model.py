@@ -1,0 +1,220 @@
+"""The deterministic offline model: commands, honesty about bound tools, final answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+from pydantic import SecretStr
+
+from yuxi.agents.middlewares.memory import render_memory_block
+from yuxi.agents.models import OfflineChatModel, build_chat_model
+from yuxi.settings import Settings
+
+ALL_TOOLS = (
+    "remember_memory",
+    "search_thread_messages",
+    "read_thread_messages",
+    "delegate_to_subagent",
+    "read_workspace_file",
+    "write_workspace_file",
+)
+
+
+def _tool(name: str) -> StructuredTool:
+    async def run(x: str = "") -> str:
+        return x
+
+    return StructuredTool.from_function(coroutine=run, name=name, description=name)
+
+
+def _bound(*names: str) -> OfflineChatModel:
+    model = OfflineChatModel().bind_tools([_tool(n) for n in names])
+    assert isinstance(model, OfflineChatModel)
+    return model
+
+
+def _reply(model: OfflineChatModel, text: str, system: str | None = None) -> AIMessage:
+    messages: list[BaseMessage] = [] if system is None else [SystemMessage(content=system)]
+    messages.append(HumanMessage(content=text))
+    result = model.invoke(messages)
+    assert isinstance(result, AIMessage)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "args"),
+    [
+        ("remember: I like green tea", "remember_memory", {"content": "I like green tea"}),
+        ("Remember:  spaced out  ", "remember_memory", {"content": "spaced out"}),
+        ("记住：我喜欢绿茶", "remember_memory", {"content": "我喜欢绿茶"}),
+        ("记住: 半角冒号", "remember_memory", {"content": "半角冒号"}),
+        (
+            "correct memory: likes tea => likes coffee",
+            "remember_memory",
+            {"content": "likes coffee", "replaces": "likes tea"},
+        ),
+        (
+            "纠正记忆：住在杭州 => 住在上海",
+            "remember_memory",
+            {"content": "住在上海", "replaces": "住在杭州"},
+        ),
+        ("search history: green tea", "search_thread_messages", {"query": "green tea"}),
+        ("搜索历史：绿茶", "search_thread_messages", {"query": "绿茶"}),
+        ("read thread: th-1", "read_thread_messages", {"thread_id": "th-1"}),
+        (
+            "read thread: th-1 at 42",
+            "read_thread_messages",
+            {"thread_id": "th-1", "message_id": 42},
+        ),
+        (
+            "read thread: th-1 at 42 with tools",
+            "read_thread_messages",
+            {"thread_id": "th-1", "message_id": 42, "include_tools": True},
+        ),
+        (
+            "read thread: th-1 with tools",
+            "read_thread_messages",
+            {"thread_id": "th-1", "include_tools": True},
+        ),
+        ("读取线程：th-2", "read_thread_messages", {"thread_id": "th-2"}),
+        ("delegate: summarise notes.md", "delegate_to_subagent", {"task": "summarise notes.md"}),
+        ("委派：总结笔记", "delegate_to_subagent", {"task": "总结笔记"}),
+        ("read file: notes/a.md", "read_workspace_file", {"path": "notes/a.md"}),
+        (
+            "write file notes/a.md: hello world",
+            "write_workspace_file",
+            {"path": "notes/a.md", "content": "hello world"},
+        ),
+        (
+            "写入文件 notes/b.md：你好",
+            "write_workspace_file",
+            {"path": "notes/b.md", "content": "你好"},
+        ),
+    ],
+)
+def test_commands_become_tool_calls_when_the_tool_is_bound(
+    text: str, name: str, args: dict[str, Any]
+) -> None:
+    reply = _reply(_bound(*ALL_TOOLS), f"  {text}\n")
+    assert reply.content == ""
+    (call,) = reply.tool_calls
+    assert call["name"] == name
+    assert call["args"] == args
+    assert call["id"] and call["id"].startswith("call_")
+
+
+@pytest.mark.parametrize(
+    ("text", "tool"),
+    [
+        ("remember: X", "remember_memory"),
+        ("记住：X", "remember_memory"),
+        ("search history: X", "search_thread_messages"),
+        ("read thread: t", "read_thread_messages"),
+        ("delegate: X", "delegate_to_subagent"),
+        ("write file a.md: X", "write_workspace_file"),
+    ],
+)
+def test_unbound_tool_gets_an_honest_cannot(text: str, tool: str) -> None:
+    others = [n for n in ALL_TOOLS if n != tool]
+    for model in (OfflineChatModel(), _bound(*others)):
+        reply = _reply(model, text)
+        assert reply.tool_calls == []
+        assert tool in reply.text
+        assert "cannot" in reply.text or "做不到" in reply.text
+
+
+def test_bind_tools_returns_a_copy_and_records_names() -> None:
+    base = OfflineChatModel()
+    bound = base.bind_tools([_tool("remember_memory"), {"name": "dict_tool"}])
+    assert isinstance(bound, OfflineChatModel)
+    assert bound.bound_tool_names == ("remember_memory", "dict_tool")
+    assert base.bound_tool_names == ()
+
+
+def test_recall_quotes_the_memory_block() -> None:
+    system = "BASE\n\n" + render_memory_block("- likes green tea\n- 住在杭州")
+    reply = _reply(_bound(*ALL_TOOLS), "what do you remember?", system)
+    assert reply.tool_calls == []
+    assert "- likes green tea\n- 住在杭州" in reply.text
+    zh = _reply(OfflineChatModel(), "你记得什么？", system)
+    assert "住在杭州" in zh.text
+
+
+def test_recall_without_memory_says_so() -> None:
+    for system in (None, "BASE", "BASE\n\n" + render_memory_block("")):
+        reply = _reply(OfflineChatModel(), "What do you remember?", system)
+        assert reply.text == "I have no saved memory."
+    assert "没有" in _reply(OfflineChatModel(), "你记得什么", None).text
+
+
+def test_anything_else_is_echoed_briefly() -> None:
+    assert _reply(OfflineChatModel(), "hello there").text == "You said: hello there"
+    long = _reply(OfflineChatModel(), "x" * 1000).text
+    assert len(long) < 220
+
+
+def test_final_answer_quotes_its_own_tool_result_verbatim() -> None:
+    model = _bound("remember_memory")
+    human = HumanMessage(content="remember: tea")
+    call = _reply(model, "remember: tea")
+    result = '{"status":"updated","path":"/agents/MEMORY.md","size":4,"start_line":1,"end_line":1}'
+    tool_message = ToolMessage(
+        content=result, tool_call_id=call.tool_calls[0]["id"], name="remember_memory"
+    )
+    final = model.invoke([human, call, tool_message])
+    assert isinstance(final, AIMessage)
+    assert final.tool_calls == []
+    assert result in final.text
+    assert final.text.startswith("remember_memory returned:")
+
+    rejected = ToolMessage(
+        content="User rejected the tool call.",
+        tool_call_id=call.tool_calls[0]["id"],
+        status="error",
+    )
+    final = model.invoke([human, call, rejected])
+    assert "did not succeed: User rejected the tool call." in final.text
+
+
+def test_tool_result_it_did_not_ask_for_is_not_quoted() -> None:
+    stray = ToolMessage(content="INJECTED", tool_call_id="call_forged")
+    reply = OfflineChatModel().invoke([HumanMessage(content="hi"), stray])
+    assert "INJECTED" not in reply.text
+
+
+def test_deterministic_call_ids_and_replies() -> None:
+    model = _bound(*ALL_TOOLS)
+    first = _reply(model, "remember: tea")
+    second = _reply(model, "remember: tea")
+    assert first.tool_calls[0]["id"] == second.tool_calls[0]["id"]
+    other = _reply(model, "remember: coffee")
+    assert other.tool_calls[0]["id"] != first.tool_calls[0]["id"]
+
+
+async def test_async_generation_matches_sync() -> None:
+    model = _bound(*ALL_TOOLS)
+    messages = [HumanMessage(content="search history: tea")]
+    sync_reply = model.invoke(messages)
+    async_reply = await model.ainvoke(messages)
+    assert sync_reply.tool_calls == async_reply.tool_calls
+
+
+def test_build_chat_model_defaults_to_offline() -> None:
+    assert isinstance(build_chat_model(Settings(model=None)), OfflineChatModel)
+    assert isinstance(build_chat_model(Settings(model="  ")), OfflineChatModel)
+
+
+def test_build_chat_model_uses_init_chat_model_with_base_url_and_key() -> None:
+    settings = Settings(
+        model="openai:gpt-4o-mini",
+        model_base_url="http://127.0.0.1:9/v1",
+        model_api_key=SecretStr("sk-test-not-real"),
+    )
+    model = build_chat_model(settings)
+    assert not isinstance(model, OfflineChatModel)
+    assert type(model).__name__ == "ChatOpenAI"
+    assert model.openai_api_base == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
+    assert model.openai_api_key.get_secret_value() == "sk-test-not-real"  # type: ignore[attr-defined]

@@ -1,0 +1,244 @@
+"""Generic workspace file tools and the delegation tool, called directly."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.tools import ToolRuntime
+from langchain_core.tools import BaseTool
+
+from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace
+from yuxi.agents.tools import (
+    DELEGATE_TOOL_NAME,
+    SENSITIVE_TOOLS,
+    make_delegate_tool,
+    make_read_workspace_tool,
+    make_workspace_tools,
+)
+from yuxi.agents.tools.workspace_tools import READ_MAX_BYTES
+from yuxi.workspace.filesystem import MEMORY_PATH
+
+
+def _runtime(context: object = CTX) -> ToolRuntime[Any, Any]:
+    return ToolRuntime(
+        state={"messages": []},
+        context=context,
+        config={},
+        stream_writer=lambda _chunk: None,
+        tool_call_id="call-1",
+        store=None,
+    )
+
+
+def _setup(tmp_path: Path, *, allow_memory_file: bool = True) -> tuple[dict[str, BaseTool], Any]:
+    ws = SpyWorkspace(tmp_path / "workspaces")
+    ws.ensure_user_workspace_sync()
+    memory = FakeMemory(ws)
+    tools = make_workspace_tools(workspace=ws, memory=memory, allow_memory_file=allow_memory_file)
+    return {t.name: t for t in tools}, memory
+
+
+async def _call(tool: BaseTool, context: object = CTX, **args: Any) -> dict[str, Any]:
+    assert tool.coroutine is not None
+    result: dict[str, Any] = json.loads(await tool.coroutine(**args, runtime=_runtime(context)))
+    return result
+
+
+def test_sensitive_list_and_schemas() -> None:
+    assert SENSITIVE_TOOLS == ("write_workspace_file", "edit_workspace_file")
+    assert "remember_memory" not in SENSITIVE_TOOLS
+
+
+async def test_model_visible_arguments(tmp_path: Path) -> None:
+    tools, _ = _setup(tmp_path)
+    assert list(tools) == ["read_workspace_file", "write_workspace_file", "edit_workspace_file"]
+    props = {
+        n: list(t.tool_call_schema.model_json_schema()["properties"]) for n, t in tools.items()
+    }
+    assert props == {
+        "read_workspace_file": ["path"],
+        "write_workspace_file": ["path", "content"],
+        "edit_workspace_file": ["path", "old", "new"],
+    }
+
+
+async def test_write_read_edit_round_trip(tmp_path: Path) -> None:
+    tools, memory = _setup(tmp_path)
+    ws = memory.workspace
+
+    written = await _call(tools["write_workspace_file"], path="notes/今天.md", content="喝茶\n")
+    assert written == {"status": "written", "path": "notes/今天.md", "size": len("喝茶\n".encode())}
+    assert ws.get("notes/今天.md") == "喝茶\n"
+
+    read = await _call(tools["read_workspace_file"], path="/notes/今天.md")
+    assert read == {"status": "ok", "path": "notes/今天.md", "content": "喝茶\n", "size": 7}
+
+    edited = await _call(tools["edit_workspace_file"], path="notes/今天.md", old="茶", new="咖啡")
+    assert edited["status"] == "edited"
+    assert ws.get("notes/今天.md") == "喝咖啡\n"
+    assert memory.calls_to("write_memory_file") == []
+
+
+async def test_edit_needs_exactly_one_match(tmp_path: Path) -> None:
+    tools, memory = _setup(tmp_path)
+    memory.workspace.put("a.md", "x x")
+    for old in ("x", "y"):
+        out = await _call(tools["edit_workspace_file"], path="a.md", old=old, new="z")
+        assert out["code"] == "edit_conflict"
+    assert (await _call(tools["edit_workspace_file"], path="a.md", old="", new="z"))[
+        "code"
+    ] == "invalid_argument"
+    assert memory.workspace.get("a.md") == "x x"
+
+
+@pytest.mark.parametrize("path", ["../escape.md", "a/../../b", "a//b", "", "a\\b", "//etc/passwd"])
+async def test_unsafe_paths_are_structured_errors(tmp_path: Path, path: str) -> None:
+    tools, memory = _setup(tmp_path)
+    for name in ("read_workspace_file", "write_workspace_file"):
+        args: dict[str, Any] = {"path": path}
+        if name == "write_workspace_file":
+            args["content"] = "x"
+        out = await _call(tools[name], **args)
+        assert out["status"] == "error"
+        assert out["code"] == "unsafe_path"
+    assert not (tmp_path / "escape.md").exists()
+    assert memory.workspace.writes == []
+
+
+async def test_symlinks_are_refused(tmp_path: Path) -> None:
+    tools, memory = _setup(tmp_path)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE")
+    os.symlink(outside, memory.workspace.directory / "link.txt")
+    out = await _call(tools["read_workspace_file"], path="link.txt")
+    assert out["code"] == "symlink_refused"
+    out = await _call(tools["edit_workspace_file"], path="link.txt", old="OUT", new="IN")
+    assert out["code"] == "symlink_refused"
+    assert outside.read_text() == "OUTSIDE"
+
+
+async def test_missing_file_and_non_text(tmp_path: Path) -> None:
+    tools, memory = _setup(tmp_path)
+    assert (await _call(tools["read_workspace_file"], path="nope.md"))["code"] == "file_not_found"
+    memory.workspace.replace_authorized_file_sync("bin.dat", b"\xff\x00\xfe")
+    assert (await _call(tools["read_workspace_file"], path="bin.dat"))["code"] == "not_text"
+
+
+async def test_read_is_bounded_on_a_character_boundary(tmp_path: Path) -> None:
+    tools, memory = _setup(tmp_path)
+    memory.workspace.put("big.md", "a" + "界" * 30000)
+    out = await _call(tools["read_workspace_file"], path="big.md")
+    assert out["truncated"] is True
+    assert out["size"] <= READ_MAX_BYTES
+    assert "\ufffd" not in out["content"]
+    assert ("a" + "界" * 30000).startswith(out["content"])
+
+
+async def test_memory_file_goes_through_the_same_lock_writer(tmp_path: Path) -> None:
+    tools, memory = _setup(tmp_path)
+    memory.workspace.put(MEMORY_PATH, "likes tea\n")
+
+    out = await _call(tools["write_workspace_file"], path="agents/MEMORY.md", content="new\n")
+    assert out["status"] == "written"
+    assert memory.calls_to("write_memory_file") == [
+        {"uid": CTX.uid, "data": b"new\n", "if_match": None}
+    ]
+
+    out = await _call(tools["edit_workspace_file"], path="/agents/MEMORY.md", old="new", new="old")
+    assert out["status"] == "edited"
+    edit_call = memory.calls_to("write_memory_file")[1]
+    assert edit_call["data"] == b"old\n"
+    assert edit_call["if_match"] is not None  # the version just read: no lost update
+    assert memory.calls_to("read_memory_file") == [{"uid": CTX.uid}]
+    assert memory.workspace.get(MEMORY_PATH) == "old\n"
+
+
+async def test_memory_file_is_refused_when_not_allowed(tmp_path: Path) -> None:
+    tools, memory = _setup(tmp_path, allow_memory_file=False)
+    memory.workspace.put(MEMORY_PATH, "SECRET-MEMORY")
+    memory.workspace.forbid_memory_reads = True
+    for name, args in (
+        ("read_workspace_file", {"path": "agents/MEMORY.md"}),
+        ("write_workspace_file", {"path": "/agents/MEMORY.md", "content": "x"}),
+        ("edit_workspace_file", {"path": "agents/MEMORY.md", "old": "S", "new": "x"}),
+    ):
+        out = await _call(tools[name], **args)
+        assert out["code"] == "forbidden_path", name
+    assert memory.workspace.memory_reads == []
+    assert memory.calls == []
+    assert memory.workspace.get(MEMORY_PATH) == "SECRET-MEMORY"
+
+
+@pytest.mark.parametrize(
+    "context",
+    [None, {"uid": CTX.uid}, replace(CTX, uid="someone-else"), replace(CTX, thread_id="")],
+    ids=["missing", "dict", "other-user", "blank"],
+)
+async def test_identity_must_be_the_workspace_owner(tmp_path: Path, context: object) -> None:
+    tools, memory = _setup(tmp_path)
+    memory.workspace.put("a.md", "x")
+    for name, args in (
+        ("read_workspace_file", {"path": "a.md"}),
+        ("write_workspace_file", {"path": "a.md", "content": "y"}),
+        ("edit_workspace_file", {"path": "a.md", "old": "x", "new": "y"}),
+    ):
+        assert (await _call(tools[name], context, **args))["code"] == "unauthorized_run"
+    assert memory.workspace.get("a.md") == "x"
+
+
+async def test_read_only_tool_for_subagents(tmp_path: Path) -> None:
+    ws = SpyWorkspace(tmp_path / "workspaces", forbid_memory_reads=True)
+    ws.ensure_user_workspace_sync()
+    ws.put("notes.md", "hello")
+    tool = make_read_workspace_tool(workspace=ws)
+    sub = replace(CTX, worker_id=None)
+    assert tool.name == "read_workspace_file"
+    assert (await _call(tool, sub, path="notes.md"))["content"] == "hello"
+    assert (await _call(tool, sub, path="agents/MEMORY.md"))["code"] == "forbidden_path"
+    assert ws.memory_reads == []
+
+
+# -- delegation -----------------------------------------------------------------------------------
+
+
+async def test_delegate_tool_schema_and_call() -> None:
+    seen: list[tuple[str, object]] = []
+
+    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> str:
+        seen.append((task, runtime.context))
+        return '{"status":"ok","reply":"done"}'
+
+    tool = make_delegate_tool(run_subagent)
+    assert tool.name == DELEGATE_TOOL_NAME == "delegate_to_subagent"
+    assert list(tool.tool_call_schema.model_json_schema()["properties"]) == ["task"]
+    assert tool.coroutine is not None
+    out = await tool.coroutine(task="  sum up notes  ", runtime=_runtime())
+    assert out == '{"status":"ok","reply":"done"}'
+    assert seen == [("sum up notes", CTX)]
+
+
+async def test_delegate_fails_closed_and_never_crashes() -> None:
+    calls: list[str] = []
+
+    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> str:
+        calls.append(task)
+        raise RuntimeError("child exploded")
+
+    tool = make_delegate_tool(run_subagent)
+    assert tool.coroutine is not None
+    sub = replace(CTX, worker_id=None)
+    assert json.loads(await tool.coroutine(task="x", runtime=_runtime(sub)))["code"] == (
+        "unauthorized_run"
+    )
+    assert json.loads(await tool.coroutine(task="  ", runtime=_runtime()))["code"] == (
+        "invalid_argument"
+    )
+    assert calls == []
+    out = json.loads(await tool.coroutine(task="x", runtime=_runtime()))
+    assert out["code"] == "subagent_failed"
+    assert calls == ["x"]
