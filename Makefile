@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 PYTEST := $(PY) -m pytest -p no:cacheprovider
 
-.PHONY: run test unit integration check format clean-data
+.PHONY: run test unit integration e2e browser check format
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -18,9 +18,19 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(VENV)/bin/yuxi run
 
+# Every tier. The browser tier skips with a message when no chromium is on PATH, except in CI
+# (CI=true), where .ci/run installs Debian's chromium and a missing browser fails the run.
 test: $(STAMP)
 	$(PYTEST) tests/unit -q
 	$(PYTEST) tests/integration -q
+	$(PYTEST) tests/e2e -q
+	$(PYTEST) tests/browser -q -rs
+
+e2e: $(STAMP)
+	$(PYTEST) tests/e2e -q
+
+browser: $(STAMP)
+	$(PYTEST) tests/browser -q -rs
 
 unit: $(STAMP)
 	$(PYTEST) tests/unit -q
