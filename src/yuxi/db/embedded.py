@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,14 @@ class EmbeddedStatus:
     running: bool
     pid: int | None
     socket_dir: Path | None
+
+
+def _quiet_import() -> None:
+    """Import pgserver without its warning about a missing XDG_RUNTIME_DIR (it falls back to a
+    private directory under /tmp, which is what we want)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import pgserver.postgres_server  # noqa: F401
 
 
 def _refuse_home(pgdata: Path) -> None:
@@ -58,6 +67,7 @@ class EmbeddedPostgres:
         self._url: str | None = None
 
     def status(self) -> EmbeddedStatus:
+        _quiet_import()
         from pgserver.utils import PostmasterInfo
 
         info = PostmasterInfo.read_from_pgdata(self.pgdata) if self.pgdata.exists() else None
@@ -68,6 +78,7 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Start (or reuse) the server and return a libpq URL for its ``postgres`` database."""
         _refuse_home(self.pgdata)
+        _quiet_import()
         from pgserver.postgres_server import get_server
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
