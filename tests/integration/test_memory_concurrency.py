@@ -7,6 +7,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import psycopg
 
 from yuxi.bootstrap import Container
 from yuxi.errors import PreconditionFailed
@@ -126,3 +129,67 @@ async def test_stale_etag_is_refused_and_file_kept(container: Container) -> None
     else:
         raise AssertionError("stale ETag was accepted")
     assert memory_file(container, uid).read_text() == "first\n"
+
+
+async def _blocked_while(holder: Any, writer: Any) -> None:
+    """``writer`` must not finish while ``holder`` holds the lock, and must finish after."""
+    task = asyncio.ensure_future(writer)
+    await asyncio.sleep(0.5)
+    assert not task.done(), "the write did not wait for the lock"
+    await holder()
+    result = await asyncio.wait_for(task, timeout=10)
+    if isinstance(result, dict):
+        assert result["status"] == "updated", result
+
+
+async def test_every_writer_takes_the_per_uid_advisory_lock(
+    container: Container, database_url: str
+) -> None:
+    """Another session holding pg_advisory_xact_lock(hashtextextended('user-memory:'||uid, 0))
+    blocks remember_memory, user edits and deletes of that uid — and only that uid."""
+    uid = await make_user(container)
+    other = await make_user(container)
+    for make_writer in (
+        lambda run: container.memory.remember_memory(**run.as_kwargs(), content="waited"),
+        lambda run: container.memory.write_memory_file(uid, b"user edit\n"),
+        lambda run: container.memory.delete_memory_file(uid),
+    ):
+        run = await make_run(container, uid)
+        conn = await psycopg.AsyncConnection.connect(database_url)
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('user-memory:' || %s, 0))", (uid,)
+        )
+        # a different user's write is not blocked
+        other_run = await make_run(container, other)
+        free = await asyncio.wait_for(
+            container.memory.remember_memory(**other_run.as_kwargs(), content="free"), 5
+        )
+        assert free["status"] in ("updated", "unchanged")
+
+        async def release(conn: psycopg.AsyncConnection[Any] = conn) -> None:
+            await conn.commit()
+            await conn.close()
+
+        await _blocked_while(release, make_writer(run))
+
+
+async def test_writes_also_wait_for_the_file_lock(container: Container) -> None:
+    """The flock taken inside the advisory lock (see _memory_lock) is really taken."""
+    import fcntl
+    import os
+
+    uid = await make_user(container)
+    run = await make_run(container, uid)
+    name = container.workspace(uid).directory.name
+    path = container.workspace_root / ".locks" / f"{name}.memory.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+    async def release() -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+    await _blocked_while(
+        release, container.memory.remember_memory(**run.as_kwargs(), content="after flock")
+    )

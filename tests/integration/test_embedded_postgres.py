@@ -1,0 +1,61 @@
+"""The embedded PostgreSQL: start, reuse after its owner crashed, stop; never under $HOME."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from yuxi.db.embedded import EmbeddedPostgres
+from yuxi.errors import ConfigurationError
+
+
+@pytest.fixture
+def pgdata() -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="yuxi-embedded-test-"))
+    yield base / "pgdata"
+    EmbeddedPostgres(base / "pgdata").stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_crashed_owner_leaves_a_server_that_is_reused_then_stopped(pgdata: Path) -> None:
+    owner = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; from pathlib import Path; from yuxi.db.embedded import "
+            "EmbeddedPostgres; e = EmbeddedPostgres(Path(sys.argv[1])); print(e.start(), "
+            "flush=True); os.kill(os.getpid(), 9)",
+            str(pgdata),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert owner.returncode == -signal.SIGKILL
+    url = owner.stdout.strip()
+    assert url.startswith("postgresql://")
+    server = EmbeddedPostgres(pgdata)
+    assert server.status().running  # left running by the dead owner
+    assert server.start() == url
+    assert server.started_by_us is False  # detected and reused, not started twice
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert server.stop() is True
+    assert not server.status().running
+    assert server.stop() is False
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="pgserver widens parent permissions only as root")
+def test_data_dir_under_home_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="home directory"):
+        EmbeddedPostgres(Path.home() / "yuxi-should-not-exist" / "pgdata").start()
+    assert not (Path.home() / "yuxi-should-not-exist").exists()
