@@ -149,7 +149,7 @@ def eval_run(
             try:
                 case = json.loads(line)
                 if not isinstance(case, dict) or not isinstance(case.get("input"), str):
-                    raise ValueError("each line needs an \"input\" string")
+                    raise ValueError('each line needs an "input" string')
             except ValueError as exc:
                 raise typer.BadParameter(f"line {number}: {exc}") from exc
             cases.append((number, case))

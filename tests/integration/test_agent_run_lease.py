@@ -116,3 +116,31 @@ async def test_finish_by_owner(container: Container) -> None:
         assert not await repo.finish(run.id, claimed.worker_id, status="failed")
         done = await repo.get(run.id)
         assert done is not None and done.status == "completed" and done.finished_at is not None
+
+
+async def test_orphaned_subagent_run_is_failed_with_its_dead_parent(container: Container) -> None:
+    uid = await make_user(container)
+    parent, _ = await _create(container, uid, await make_thread(container, uid), "parent")
+    async with container.session_factory() as s, s.begin():
+        repo = AgentRunRepository(s)
+        await repo.claim(parent.id, lease_seconds=30)
+        child, _ = await repo.create_run(
+            uid=uid,
+            thread_id=await make_thread(container, uid),
+            request_id="child",
+            run_type="subagent",
+            status="running",
+            created_by_run_id=parent.id,
+        )
+        assert await repo.reconcile_expired() == []  # parent alive: child left alone
+    await sql(
+        container,
+        "UPDATE agent_runs SET lease_expires_at = now() - interval '1 second' WHERE id = :id",
+        id=parent.id,
+    )
+    async with container.session_factory() as s, s.begin():
+        assert sorted(await AgentRunRepository(s).reconcile_expired()) == sorted(
+            [parent.id, child.id]
+        )
+        final = await AgentRunRepository(s).get(child.id)
+        assert final is not None and final.error_code == "parent_run_ended"

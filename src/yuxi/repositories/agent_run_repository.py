@@ -21,6 +21,7 @@ from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from yuxi.db.models import AgentRun
 from yuxi.errors import ActiveRunExists, Conflict
@@ -263,6 +264,35 @@ class AgentRunRepository:
                 finished_at=func.now(),
                 error_code=LEASE_EXPIRED,
                 error_message="the worker's lease expired before the run finished",
+            )
+            .returning(AgentRun.id)
+        )
+        failed = list((await self.session.execute(stmt)).scalars())
+        return failed + await self._reconcile_orphaned_subagents(limit)
+
+    async def _reconcile_orphaned_subagents(self, limit: int) -> list[str]:
+        """A SubAgent run executes inside its parent's worker; if the parent is over (its
+        worker died mid-delegation), the child can never finish: fail it too."""
+        parent = aliased(AgentRun)
+        orphaned = (
+            select(AgentRun.id)
+            .join(parent, parent.id == AgentRun.created_by_run_id)
+            .where(
+                AgentRun.run_type == "subagent",
+                AgentRun.status == "running",
+                parent.status.in_(TERMINAL_STATUSES),
+            )
+            .limit(limit)
+            .with_for_update(of=AgentRun, skip_locked=True)
+        )
+        stmt = (
+            update(AgentRun)
+            .where(AgentRun.id.in_(orphaned.scalar_subquery()))
+            .values(
+                status="failed",
+                finished_at=func.now(),
+                error_code="parent_run_ended",
+                error_message="the parent run ended before the SubAgent finished",
             )
             .returning(AgentRun.id)
         )
