@@ -7,6 +7,7 @@ handlers run, not just the 401 path), plus an unauthenticated pass.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import schemathesis
@@ -48,10 +49,9 @@ def _fuzz(base_url: str, token: str) -> tuple[int, list[str]]:
                         f"{response.text[:200]}"
                     )
 
-            try:
+            # an operation without parameters has no negative inputs at all
+            with contextlib.suppress(Unsatisfiable):
                 check()
-            except Unsatisfiable:
-                pass  # e.g. no negative inputs exist for an operation without parameters
     return calls, failures
 
 
