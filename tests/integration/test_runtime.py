@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 
@@ -186,3 +187,69 @@ async def test_new_message_while_awaiting_approval_is_refused(
     assert run.status == "interrupted"
     with pytest.raises(Conflict):
         await chat.submit(uid, thread, "hello?")
+
+
+async def test_heartbeat_keeps_a_long_run_alive(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from yuxi.runtime.executor import RunExecutor
+
+    container.settings.lease_seconds = 1.0
+    container.settings.heartbeat_seconds = 0.2
+    real = RunExecutor.execute
+
+    async def slow(self: RunExecutor, run, recorder):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(2.5)  # > 2 leases: only renewals keep it ours
+        await real(self, run, recorder)
+
+    monkeypatch.setattr(RunExecutor, "execute", slow)
+    uid = await make_user(container)
+    chat = ChatService(container.session_factory)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello slow")
+    async with open_run_deps(container) as deps:
+        w = Worker(container, deps)
+        assert await w.run_once()
+    assert (await chat.get_run(uid, run.id)).status == "completed"
+    assert w.stats.lost == 0
+
+
+async def test_a_worker_that_loses_its_lease_stops_and_cannot_finish(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from yuxi.runtime.executor import RunExecutor
+
+    container.settings.lease_seconds = 5.0
+    container.settings.heartbeat_seconds = 0.2
+    reached_end: list[bool] = []
+
+    async def stalls(self: RunExecutor, run, recorder):  # type: ignore[no-untyped-def]
+        # Someone else takes the run over while we work (e.g. our lease was reconciled).
+        await sql(
+            container, "UPDATE agent_runs SET worker_id = 'w_thief' WHERE id = :id", id=run.id
+        )
+        await asyncio.sleep(3)
+        reached_end.append(True)
+
+    monkeypatch.setattr(RunExecutor, "execute", stalls)
+    uid = await make_user(container)
+    chat = ChatService(container.session_factory)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello")
+    async with open_run_deps(container) as deps:
+        w = Worker(container, deps)
+        assert await w.run_once()
+    assert reached_end == []  # cancelled by the heartbeat, well before the end
+    assert w.stats.lost == 1
+    final = await chat.get_run(uid, run.id)
+    assert final.status == "running" and final.finished_at is None  # not ours to finish
+
+
+async def test_cancel_a_pending_run(container: Container, worker: Worker) -> None:
+    uid = await make_user(container)
+    chat = ChatService(container.session_factory)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "never runs")
+    cancelled = await chat.cancel(uid, run.id)
+    assert cancelled.status == "cancelled"
+    assert await worker.run_once() is False
