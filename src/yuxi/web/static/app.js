@@ -831,6 +831,7 @@ async function decide(card, runId, decision) {
     return;
   }
   card.dataset.state = decision === 'approve' ? 'approved' : 'rejected';
+  card.querySelector('.approval-title').textContent = decision === 'approve' ? 'Approved' : 'Rejected';
   card.querySelector('.approval-buttons').remove();
   status.textContent = decision === 'approve' ? 'Approved — resuming.' : 'Rejected — resuming.';
   if (state.awaiting === runId) state.awaiting = null;
