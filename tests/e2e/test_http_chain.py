@@ -78,7 +78,11 @@ async def test_remember_recall_search_tenancy_switch_and_correct(
         )
         assert t1 in {item["thread_id"] for item in result["items"]}
 
+        listed = (await a.get(f"/api/v1/threads/{t1}/runs")).json()["runs"]
+        assert [r["run_id"] for r in listed] == [run1["run_id"]]
+
         # user B sees none of it
+        assert (await b.get(f"/api/v1/threads/{t1}/runs")).status_code == 404
         assert (await b.get(f"/api/v1/threads/{t1}")).status_code == 404
         assert (await b.get(f"/api/v1/runs/{run1['run_id']}")).status_code == 404
         assert (await b.get(f"/api/v1/runs/{run1['run_id']}/events")).status_code == 404

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from sse_starlette.sse import EventSourceResponse
 
 from yuxi.api.deps import ChatDep, UidDep
-from yuxi.api.schemas import ResumeBody, RunCreate, RunView
+from yuxi.api.schemas import ResumeBody, RunCreate, RunList, RunView
 from yuxi.db.models import AgentRun
 from yuxi.services.chat_service import ChatService, run_view
 
@@ -43,6 +43,13 @@ async def start_run(
     view = await _settle(chat, uid, run, wait)
     response.status_code = 200 if view.status in SETTLED else (202 if created else 200)
     return view
+
+
+@router.get("/threads/{thread_id}/runs", response_model=RunList)
+async def list_thread_runs(thread_id: str, uid: UidDep, chat: ChatDep) -> RunList:
+    """The thread's top-level runs, oldest first."""
+    runs = await chat.thread_runs(uid, thread_id)
+    return RunList(runs=[RunView(**run_view(r)) for r in runs if r.run_type != "subagent"])
 
 
 @router.post("/agent-calls", response_model=RunView, status_code=202)

@@ -79,6 +79,10 @@ class RunView(BaseModel):
     memory_snapshot: dict[str, Any] | None
 
 
+class RunList(BaseModel):
+    runs: list[RunView]
+
+
 class FileEntryView(BaseModel):
     path: str
     size: int

@@ -184,7 +184,11 @@ class ChatService:
             return await RunEventRepository(session).list_after(run_id, after_seq, limit)
 
     async def thread_runs(self, uid: str, thread_id: str) -> list[AgentRun]:
+        """The user's runs on one thread, oldest first; another user's thread is NotFound."""
         async with self._sessions() as session:
+            conversation = await ConversationRepository(session).get_owned(uid, thread_id)
+            if conversation is None or conversation.status == "deleted":
+                raise NotFound("thread not found")
             rows = await session.execute(
                 select(AgentRun)
                 .where(AgentRun.uid == uid, AgentRun.conversation_thread_id == thread_id)
