@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 PYTEST := $(PY) -m pytest -p no:cacheprovider
 
-.PHONY: run test unit integration e2e browser check format
+.PHONY: run test unit integration e2e browser soak bench check format
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -25,6 +25,15 @@ test: $(STAMP)
 	$(PYTEST) tests/integration -q
 	$(PYTEST) tests/e2e -q
 	$(PYTEST) tests/browser -q -rs
+	$(PYTEST) tests/reliability -q
+
+# Full reliability suite (hundreds of kills, thousands of probes).
+soak: $(STAMP)
+	YUXI_SOAK=1 $(PYTEST) tests/reliability -q
+
+# Benchmarks: report.json, report.md and a PNG in bench-results/. ARGS=--quick for a smoke run.
+bench: $(STAMP)
+	$(PY) -m benchmarks $(ARGS)
 
 e2e: $(STAMP)
 	$(PYTEST) tests/e2e -q

@@ -50,13 +50,18 @@ __all__ = [
     "message_text",
 ]
 
-EN_WORDS = (
-    "the a to of and in for on with we you it is that this be can will should not all "
-    "deploy deployment server client release build test tests pipeline cache database index "
-    "query migration schema backup restore latency throughput memory thread message user "
-    "account invoice budget meeting schedule tomorrow yesterday friday monday report draft "
-    "review feedback design mockup screen button color layout font icon logo brand customer "
-    "order shipping warehouse supplier contract price discount quarter revenue forecast plan "
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+EN_WORDS = _words(
+    "the a to of and in for on with we you it is that this be can will should not all deploy "
+    "deployment server client release build test tests pipeline cache database index query "
+    "migration schema backup restore latency throughput memory thread message user account "
+    "invoice budget meeting schedule tomorrow yesterday friday monday report draft review "
+    "feedback design mockup screen button color layout font icon logo brand customer order "
+    "shipping warehouse supplier contract price discount quarter revenue forecast plan "
     "roadmap milestone sprint ticket bug fix patch version upgrade python rust golang java "
     "kubernetes docker cluster node pod container volume network proxy gateway token login "
     "password policy audit compliance travel flight hotel train ticket visa passport coffee "
@@ -64,18 +69,19 @@ EN_WORDS = (
     "piano running cycling swimming yoga doctor dentist appointment insurance tax refund "
     "apartment rent lease kitchen window heater paint sofa lamp printer laptop phone battery "
     "charger cable keyboard monitor mouse"
-).split()
+)
 
-CJK_WORDS = (
+CJK_WORDS = _words(
     "部署 服务器 客户端 发布 构建 测试 流水线 缓存 数据库 索引 查询 迁移 备份 恢复 延迟 吞吐 "
-    "内存 线程 消息 用户 账户 发票 预算 会议 日程 明天 昨天 周五 周一 报告 草稿 评审 反馈 设计 "
-    "界面 按钮 颜色 布局 字体 图标 品牌 客户 订单 物流 仓库 供应商 合同 价格 折扣 季度 收入 "
-    "预测 计划 路线图 里程碑 迭代 工单 修复 补丁 版本 升级 集群 节点 容器 网络 代理 网关 登录 "
-    "密码 策略 审计 合规 出差 航班 酒店 火车 签证 护照 咖啡 午饭 晚饭 菜谱 花园 周末 假期 家人 "
-    "生日 礼物 电影 音乐 吉他 钢琴 跑步 骑行 游泳 瑜伽 医生 牙医 预约 保险 税务 退款 公寓 房租 "
-    "厨房 窗户 暖气 油漆 沙发 台灯 打印机 电脑 手机 电池 充电器 键盘 显示器 我们 你 他 这个 那个 "
-    "已经 需要 可以 应该 不要 还是 因为 所以 但是 然后 如果 一下 一起 问题 方案 结果 时间 今天"
-).split()
+    "内存 线程 消息 用户 账户 发票 预算 会议 日程 明天 昨天 周五 周一 报告 草稿 评审 反馈 "
+    "设计 界面 按钮 颜色 布局 字体 图标 品牌 客户 订单 物流 仓库 供应商 合同 价格 折扣 季度 "
+    "收入 预测 计划 路线图 里程碑 迭代 工单 修复 补丁 版本 升级 集群 节点 容器 网络 代理 "
+    "网关 登录 密码 策略 审计 合规 出差 航班 酒店 火车 签证 护照 咖啡 午饭 晚饭 菜谱 花园 "
+    "周末 假期 家人 生日 礼物 电影 音乐 吉他 钢琴 跑步 骑行 游泳 瑜伽 医生 牙医 预约 保险 "
+    "税务 退款 公寓 房租 厨房 窗户 暖气 油漆 沙发 台灯 打印机 电脑 手机 电池 充电器 键盘 "
+    "显示器 我们 你 他 这个 那个 已经 需要 可以 应该 不要 还是 因为 所以 但是 然后 如果 "
+    "一下 一起 问题 方案 结果 时间 今天"
+)
 
 #: Search terms with known frequencies in the generated data (see the module docs).
 TERMS: dict[str, str] = {
@@ -303,29 +309,31 @@ class HistoryGenerator:
             leave=False,
         )
         pending = 0
-        with self.conn.cursor() as cur:
-            with cur.copy(
+        with (
+            self.conn.cursor() as cur,
+            cur.copy(
                 "COPY messages (conversation_id, uid, role, message_type, content, created_at) "
                 "FROM STDIN"
-            ) as copy:
-                for heavy in owners_flags:
-                    if heavy:
-                        if not self._needles_planted and big is not None:
-                            row = self._needle_row(big)
-                        else:
-                            thread = (
-                                big
-                                if big is not None and rng.random() < self.BIG_THREAD_SHARE
-                                else rng.choice(heavy_pool)
-                            )
-                            row = self._message_row(thread)
+            ) as copy,
+        ):
+            for heavy in owners_flags:
+                if heavy:
+                    if not self._needles_planted and big is not None:
+                        row = self._needle_row(big)
                     else:
-                        row = self._message_row(rng.choice(light_pool))
-                    copy.write_row(row)
-                    pending += 1
-                    if pending >= self.COPY_PROGRESS_EVERY:
-                        bar.update(pending)
-                        pending = 0
+                        thread = (
+                            big
+                            if big is not None and rng.random() < self.BIG_THREAD_SHARE
+                            else rng.choice(heavy_pool)
+                        )
+                        row = self._message_row(thread)
+                else:
+                    row = self._message_row(rng.choice(light_pool))
+                copy.write_row(row)
+                pending += 1
+                if pending >= self.COPY_PROGRESS_EVERY:
+                    bar.update(pending)
+                    pending = 0
         bar.update(pending)
         bar.close()
         self.conn.commit()

@@ -36,8 +36,14 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,
-        # A statement stuck behind a lock must not hang a request forever.
-        connect_args={"options": "-c lock_timeout=15000 -c statement_timeout=60000"},
+        # A statement stuck behind a lock must not hang a request forever. Custom plans only:
+        # psycopg prepares a statement after 5 runs, and PostgreSQL's generic plan for the
+        # history search (one user's rows, a LIKE pattern) scans all of that user's messages —
+        # 1,230x slower at p95 than the custom plan at 1M rows (benchmarks/, B4).
+        connect_args={
+            "options": "-c lock_timeout=15000 -c statement_timeout=60000"
+            " -c plan_cache_mode=force_custom_plan"
+        },
     )
 
 

@@ -160,6 +160,8 @@ class Message(Base):
         CheckConstraint(_in("role", MESSAGE_ROLES), name="role"),
         Index(None, "conversation_id", "id"),
         Index("ix_messages_uid_id_desc", "uid", text("id DESC")),
+        # ix_messages_content_trgm (GIN, gin_trgm_ops) comes from migration 0002 and exists
+        # only on servers that have pg_trgm; it is not declared here on purpose.
     )
 
 

@@ -1,0 +1,153 @@
+"""Users, threads and claimed runs for the benchmarks (the same rows the app creates)."""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from yuxi.bootstrap import Container
+from yuxi.db.models import Conversation
+from yuxi.repositories.agent_run_repository import AgentRunRepository
+from yuxi.repositories.user_repository import UserRepository
+
+from .datagen import CJK_WORDS, EN_WORDS
+
+#: Runs live for the whole benchmark: a lease that cannot expire mid-measurement.
+LONG_LEASE_SECONDS = 12 * 3600
+
+
+@dataclass(frozen=True)
+class Identity:
+    uid: str
+    thread_id: str
+    run_id: str
+    request_id: str
+    worker_id: str
+
+    def as_kwargs(self) -> dict[str, str]:
+        return {
+            "uid": self.uid,
+            "thread_id": self.thread_id,
+            "run_id": self.run_id,
+            "request_id": self.request_id,
+            "worker_id": self.worker_id,
+        }
+
+
+async def make_user(c: Container, *, memory: bool = True, name: str = "bench") -> str:
+    async with c.session_factory() as s, s.begin():
+        repo = UserRepository(s)
+        user = await repo.create_user(name)
+        await repo.set_memory_enabled(user.uid, memory)
+    await c.workspace(user.uid).ensure_user_workspace()
+    return user.uid
+
+
+async def make_thread(c: Container, uid: str, *, title: str = "bench") -> str:
+    thread_id = uuid.uuid4().hex
+    async with c.session_factory() as s, s.begin():
+        s.add(Conversation(thread_id=thread_id, uid=uid, title=title, source="chat"))
+    return thread_id
+
+
+async def make_claimed_run(c: Container, uid: str) -> Identity:
+    """A chat run on a new thread, claimed by a fresh worker with a long lease."""
+    thread_id = await make_thread(c, uid)
+    request_id = uuid.uuid4().hex
+    async with c.session_factory() as s, s.begin():
+        repo = AgentRunRepository(s)
+        run, _ = await repo.create_run(
+            uid=uid, thread_id=thread_id, request_id=request_id, run_type="chat"
+        )
+        claimed = await repo.claim(run.id, lease_seconds=LONG_LEASE_SECONDS)
+        assert claimed is not None and claimed.worker_id
+        worker_id = claimed.worker_id
+    return Identity(uid, thread_id, run.id, request_id, worker_id)
+
+
+_FACT_TEMPLATES = (
+    "- Prefers {en} answers; 回答时{cjk}。",
+    "- 用户的{cjk}习惯: uses {en} every {day}.",
+    "- Project codename for the {en} work is {code}; 相关的{cjk}在周五评审。",
+    "- Allergic to {en}; 不吃{cjk}。",
+    "- Timezone is UTC+8 (上海); meetings about {en} after 10:00.",
+    "- 称呼用户为“{code}”; likes {en} and {cjk}.",
+)
+_DAYS = ("monday", "tuesday", "friday", "weekend", "morning")
+
+
+def realistic_memory(target_bytes: int, *, seed: int = 7) -> str:
+    """A MEMORY.md of about ``target_bytes`` UTF-8 bytes: short mixed CJK/English fact lines."""
+    rng = random.Random(seed)
+    lines = ["# Memory", ""]
+    size = len("\n".join(lines).encode())
+    while True:
+        line = rng.choice(_FACT_TEMPLATES).format(
+            en=" ".join(rng.choices(EN_WORDS[20:], k=rng.randint(1, 3))),
+            cjk="".join(rng.choices(CJK_WORDS, k=rng.randint(1, 3))),
+            day=rng.choice(_DAYS),
+            code=f"{rng.choice(EN_WORDS[20:])}-{rng.randint(10, 999)}",
+        )
+        if size + len(line.encode()) + 1 > target_bytes:
+            break
+        lines.append(line)
+        size += len(line.encode()) + 1
+    return "\n".join(lines) + "\n"
+
+
+def durable_publish(path: Path, data: bytes) -> None:
+    """The physical floor of a safe file replace: temp + write + fsync + rename + dir fsync."""
+    directory = path.parent
+    temp = directory / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temp, path)
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def naive_append(path: Path, content: str) -> None:
+    """What a generic edit-file tool does: read, append, write back in place; no lock, no fsync."""
+    with open(path, "r+", encoding="utf-8", errors="replace") as f:
+        text = f.read()
+        head = text.rstrip()
+        new = (head + "\n\n" + content + "\n") if head else content + "\n"
+        f.seek(0)
+        f.write(new)
+        f.truncate()
+
+
+def count_entries(text: str, expected: list[str]) -> dict[str, int]:
+    """How many expected entries are present exactly once, missing, or duplicated (whole lines)."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            counts[line] = counts.get(line, 0) + 1
+    once = missing = duplicated = 0
+    for entry in expected:
+        n = counts.get(entry, 0)
+        if n == 1:
+            once += 1
+        elif n == 0:
+            missing += 1
+        else:
+            duplicated += 1
+    return {"present_once": once, "missing": missing, "duplicated": duplicated}
+
+
+def write_plain(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)

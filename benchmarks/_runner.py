@@ -1,0 +1,64 @@
+"""Round-robin interleaving of variants, so machine noise hits every variant alike."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from ._stats import rotate
+
+Op = Callable[[int], Awaitable[object]]
+
+
+@dataclass
+class Interleaved:
+    """Raw latencies (ms) per variant, in the order they were taken."""
+
+    samples_ms: dict[str, list[float]] = field(default_factory=dict)
+    rounds: int = 0
+    retired: dict[str, int] = field(default_factory=dict)  # variant -> round it stopped at
+    wall_s: float = 0.0
+
+
+async def interleave(
+    ops: dict[str, Op],
+    *,
+    rounds: int,
+    warmup: int = 0,
+    before_round: Callable[[int], Awaitable[None]] | None = None,
+    budget_s: float | None = None,
+    min_samples: int = 5,
+) -> Interleaved:
+    """Run every op once per round, the order rotated each round; time each call.
+
+    ``before_round(r)`` runs untimed before round ``r`` (resets). The first ``warmup`` rounds
+    are not recorded. With ``budget_s``, a variant whose recorded time exceeds it is retired
+    once it has ``min_samples`` samples (slow variants stop early; fast ones keep sampling).
+    """
+    names = list(ops)
+    result = Interleaved(samples_ms={n: [] for n in names})
+    spent = dict.fromkeys(names, 0.0)
+    active = list(names)
+    started = time.perf_counter()
+    for r in range(warmup + rounds):
+        if not active:
+            break
+        if before_round is not None:
+            await before_round(r)
+        for name in rotate(active, r):
+            t0 = time.perf_counter_ns()
+            await ops[name](r)
+            dt_ms = (time.perf_counter_ns() - t0) / 1e6
+            if r >= warmup:
+                result.samples_ms[name].append(dt_ms)
+                spent[name] += dt_ms / 1000
+        if r >= warmup:
+            result.rounds += 1
+        if budget_s is not None:
+            for name in list(active):
+                if spent[name] > budget_s and len(result.samples_ms[name]) >= min_samples:
+                    active.remove(name)
+                    result.retired[name] = r
+    result.wall_s = time.perf_counter() - started
+    return result

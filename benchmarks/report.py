@@ -1,0 +1,436 @@
+"""Write ``report.json``, ``report.md`` and the B2 chart (``b2_latency_vs_concurrency.png``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+CHART_NAME = "b2_latency_vs_concurrency.png"
+
+
+def _num(value: Any, digits: int | None = None) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        if digits is not None:
+            return f"{value:,.{digits}f}"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        if abs(value) >= 10:
+            return f"{value:.1f}"
+        if abs(value) >= 1:
+            return f"{value:.2f}"
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _ratio(value: Any) -> str:
+    return (
+        "–"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else f"{value:.2f}×"
+    )
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, set | tuple):
+        return list(value)
+    return str(value)
+
+
+def _clean(value: Any) -> Any:
+    """NaN/inf are not JSON: write them as null."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_json(report: dict[str, Any], out: Path) -> Path:
+    path = out / "report.json"
+    path.write_text(
+        json.dumps(_clean(report), ensure_ascii=False, indent=1, default=_json_default) + "\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+# -- chart --------------------------------------------------------------------------------
+
+
+def write_chart(b2: dict[str, Any], out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = b2["levels"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 6))
+    styles = {
+        "ours/one_uid": ("tab:blue", "ours, one uid"),
+        "ours/distinct_uids": ("tab:green", "ours, distinct uids"),
+        "naive/one_uid": ("tab:red", "naive, one uid"),
+        "naive/distinct_uids": ("tab:orange", "naive, distinct uids"),
+    }
+    for key, (color, label) in styles.items():
+        series = b2["series"][key]
+        p50 = [series[str(lv)]["latency_ms"]["p50"] for lv in levels]
+        p99 = [series[str(lv)]["latency_ms"]["p99"] for lv in levels]
+        tput = [series[str(lv)]["writes_per_s"] for lv in levels]
+        lost = sum(series[str(lv)]["lost_updates"] for lv in levels)
+        suffix = f" (lost {lost})"
+        left.plot(levels, p50, "o-", color=color, label=f"{label} p50{suffix}")
+        left.plot(levels, p99, "s--", color=color, alpha=0.7, label=f"{label} p99")
+        right.plot(levels, tput, "o-", color=color, label=label)
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(levels)
+        ax.set_xticklabels([str(lv) for lv in levels])
+        ax.set_xlabel(f"concurrent writers (over {b2['processes']} OS processes)")
+        ax.grid(True, which="both", alpha=0.3)
+    left.set_yscale("log")
+    left.set_ylabel("latency per write (ms, log)")
+    left.set_title("B2: write latency vs. concurrency")
+    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    right.set_yscale("log")
+    right.set_ylabel("writes/s (log)")
+    right.set_title("B2: throughput vs. concurrency")
+    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    fig.tight_layout()
+    path = out / CHART_NAME
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# -- markdown -----------------------------------------------------------------------------
+
+
+def _stats_rows(stats: dict[str, Any], names: list[str]) -> list[list[str]]:
+    return [
+        [
+            f"`{name}`",
+            _num(stats[name]["n"]),
+            _num(stats[name]["p50"]),
+            _num(stats[name]["p95"]),
+            _num(stats[name]["p99"]),
+            _num(stats[name]["mean"]),
+        ]
+        for name in names
+    ]
+
+
+def _ratio_rows(ratios: dict[str, Any]) -> list[list[str]]:
+    return [
+        [f"`{name}`", _ratio(r["p50"]), _ratio(r["p95"]), _ratio(r["p99"])]
+        for name, r in ratios.items()
+    ]
+
+
+def _md_b1(b1: dict[str, Any]) -> list[str]:
+    goal = b1["goal"]
+    lines = [
+        "## B1 — write path (`remember_memory` end to end)",
+        "",
+        f"{b1['rounds']} interleaved rounds (+{b1['warmup_rounds']} warm-up); each round resets "
+        f"MEMORY.md to {b1['base_bytes']:,} B (untimed) and appends a distinct fact "
+        f"(+{b1['appended_bytes']} B) with every variant.",
+        "",
+    ]
+    main = [n for n in b1["stats_ms"] if not n.startswith("diag_")]
+    diag = [n for n in b1["stats_ms"] if n.startswith("diag_")]
+    lines += _table(
+        ["variant", "n", "p50 ms", "p95 ms", "p99 ms", "mean ms"],
+        _stats_rows(b1["stats_ms"], main),
+    )
+    lines += _table(["ratio", "p50", "p95", "p99"], _ratio_rows(b1["ratios"]))
+    if diag:
+        lines += [
+            "Where the time goes (diagnostics, same rounds): each side split into its "
+            "transaction and its file work.",
+            "",
+        ]
+        lines += _table(
+            ["part", "n", "p50 ms", "p95 ms", "p99 ms", "mean ms"],
+            _stats_rows(b1["stats_ms"], diag),
+        )
+        lines += _table(["ratio", "p50", "p95", "p99"], _ratio_rows(b1["diagnostic_ratios"]))
+    verdict = "**met**" if goal["met"] else "**not met**"
+    lines += [
+        f"Goal: ours/floor at p50 ≤ {goal['target']} → {_ratio(goal['value'])} — {verdict}.",
+        "",
+        "Checks: floor wrote the same bytes as ours: "
+        f"{_num(b1['checks']['floor_bytes_equal_ours'])}; failed calls: {b1['failures']}.",
+        "",
+    ]
+    return lines
+
+
+def _md_b2(b2: dict[str, Any]) -> list[str]:
+    lines = [
+        "## B2 — contention across OS processes",
+        "",
+        f"{b2['processes']} writer processes; each writer appends {b2['writes_per_writer']} "
+        f"distinct entries; {b2['reps']} repetition(s) per level, variants interleaved. "
+        "Lost = entries not present exactly once afterwards.",
+        "",
+    ]
+    for scope in ("one_uid", "distinct_uids"):
+        ours, naive = b2["series"][f"ours/{scope}"], b2["series"][f"naive/{scope}"]
+        rows = []
+        for level in b2["levels"]:
+            o, n = ours[str(level)], naive[str(level)]
+            r = b2["ratios"][scope][str(level)]
+            rows.append(
+                [
+                    str(level),
+                    _num(o["writes_per_s"]),
+                    _num(o["latency_ms"]["p50"]),
+                    _num(o["latency_ms"]["p99"]),
+                    f"**{o['lost_updates']}**",
+                    str(o["errors"]),
+                    _num(n["writes_per_s"]),
+                    _num(n["latency_ms"]["p99"]),
+                    f"**{n['lost_updates']}** / {n['writes']}",
+                    _ratio(r["p99_ours/naive"]),
+                ]
+            )
+        title = (
+            "one uid (all writers on the same MEMORY.md)"
+            if scope == "one_uid"
+            else ("distinct uids (one MEMORY.md per writer)")
+        )
+        lines += [f"**{title}**", ""]
+        lines += _table(
+            [
+                "writers",
+                "ours writes/s",
+                "ours p50 ms",
+                "ours p99 ms",
+                "ours lost",
+                "ours errors",
+                "naive writes/s",
+                "naive p99 ms",
+                "naive lost / writes",
+                "p99 ours/naive",
+            ],
+            rows,
+        )
+    totals = b2["lost_updates_total"]
+    lines += [
+        "Lost updates in total: "
+        + ", ".join(f"`{k}` {v}" for k, v in totals.items())
+        + f". Chart: `{CHART_NAME}`.",
+        "",
+    ]
+    return lines
+
+
+def _md_b3(b3: dict[str, Any]) -> list[str]:
+    lines = [
+        "## B3 — per-run memory read side (UserConfig query + ≤ 24 KiB read + block render)",
+        "",
+        f"{b3['rounds']} interleaved rounds; MEMORY.md {b3['memory_file_bytes']:,} B; rendered "
+        f"block {b3['block_bytes'].get('ours_20k_block', 0):,} B (empty file: "
+        f"{b3['block_bytes'].get('ours_empty_block', 0):,} B of rules).",
+        "",
+    ]
+    lines += _table(
+        ["variant", "n", "p50 ms", "p95 ms", "p99 ms", "mean ms"],
+        _stats_rows(b3["stats_ms"], list(b3["stats_ms"])),
+    )
+    lines += _table(["ratio", "p50", "p95", "p99"], _ratio_rows(b3["ratios"]))
+    return lines
+
+
+def _ok(p95: float, goal: float) -> str:
+    if p95 is None or (isinstance(p95, float) and math.isnan(p95)):
+        return "–"
+    return "✓" if p95 <= goal else "✗"
+
+
+def _md_b4(b4: dict[str, Any]) -> list[str]:
+    goal = b4["goal_p95_ms"]
+    lines = [
+        "## B4 — history at scale (heavy user = 10 % of all rows)",
+        "",
+        f"pg_trgm on this server: {_num(b4['pg_trgm'])}. Search terms: "
+        + ", ".join(f"`{k}`=`{v}`" for k, v in b4["search_terms"].items())
+        + f". ✓/✗ = p95 ≤ {goal:.0f} ms; (n=…) marks a variant retired early after its time "
+        "budget (slow ones stop sampling; fast ones keep going).",
+        "",
+    ]
+    phases = sorted({p for s in b4["stages"] for p in s["phases"]}, key=["no_index", "trgm"].index)
+    # Summary: p95 per kind x stage for each phase/variant.
+    for phase in phases:
+        for variant in ("shipped", "custom_plan"):
+            header = ["kind"] + [
+                f"{s['total_messages']:,} rows (heavy {s['heavy_messages']:,})"
+                for s in b4["stages"]
+            ]
+            rows = []
+            for kind in b4["kinds"]:
+                row = [f"`{kind}`"]
+                for stage in b4["stages"]:
+                    ph = stage["phases"].get(phase)
+                    if ph is None:
+                        row.append("–")
+                        continue
+                    st = ph["kinds"][kind][variant]
+                    thin = f" (n={st['n']})" if st["n"] < ph["rounds"] else ""
+                    row.append(
+                        f"{_num(st['p50'])} / {_num(st['p95'])} {_ok(st['p95'], goal)}{thin}"
+                    )
+                rows.append(row)
+            lines += [f"**p50 / p95 ms — index: `{phase}`, engine: `{variant}`**", ""]
+            lines += _table(header, rows)
+    for stage in b4["stages"]:
+        lines += [
+            f"**Stage {stage['total_messages']:,} rows**: loaded in {_num(stage['load_s'])} s "
+            f"({_num(stage['load_rows_per_s'])} rows/s)"
+            + (
+                f"; trigram index built in {_num(stage['trgm_index']['build_s'])} s, "
+                f"{stage['trgm_index']['index_bytes'] / 2**20:.1f} MiB "
+                f"(table {stage['trgm_index']['table_bytes'] / 2**20:.1f} MiB)"
+                if stage.get("trgm_index")
+                else ""
+            )
+            + ".",
+            "",
+        ]
+        for phase, ph in stage["phases"].items():
+            rows = []
+            for kind in b4["kinds"]:
+                k = ph["kinds"][kind]
+                plan = ph["plans"].get(kind, {})
+                custom, generic = plan.get("custom", {}), plan.get("generic", {})
+                rows.append(
+                    [
+                        f"`{kind}`",
+                        _ratio(k["shipped/custom_plan"]["p95"]),
+                        str(k["result"]["shipped"]),
+                        (", ".join(custom.get("messages_access", [])) or "–")
+                        + (f" ({_num(custom['execution_ms'])} ms)" if custom else ""),
+                        (", ".join(generic.get("messages_access", [])) or "–")
+                        + (f" ({_num(generic['execution_ms'])} ms)" if generic else ""),
+                    ]
+                )
+            lines += [f"*{phase}* — {ph['rounds']} rounds, {_num(ph['wall_s'])} s:", ""]
+            lines += _table(
+                [
+                    "kind",
+                    "p95 shipped/custom",
+                    "items",
+                    "custom plan: messages access (EXPLAIN ANALYZE)",
+                    "generic plan: messages access (EXPLAIN ANALYZE)",
+                ],
+                rows,
+            )
+    return lines
+
+
+def _md_b5(b5: dict[str, Any]) -> list[str]:
+    lines = [
+        "## B5 — bytes of model input per run vs. past messages",
+        "",
+        f"Current thread: {b5['current_thread']}; MEMORY.md {b5['memory_file_bytes']:,} B. "
+        "Bytes of OpenAI-style JSON (messages + tool schemas).",
+        "",
+    ]
+    rows = []
+    for row in b5["sizes"]:
+        b, r, p = row["bytes"], row["ratios"], row["parts"]
+        rows.append(
+            [
+                _num(row["past_messages"]),
+                _num(row["visible_past_messages"]),
+                _num(b["ours"]),
+                _num(b["ours_empty_memory"]),
+                f"{_num(b['ours_with_lookback'])} "
+                f"(search {p['search_response']:,} + read {p['read_response']:,})",
+                _num(b["preload_all"]),
+                _ratio(r["preload_all/ours"]),
+                _ratio(r["preload_all/ours_with_lookback"]),
+            ]
+        )
+    lines += _table(
+        [
+            "past messages",
+            "visible",
+            "ours B",
+            "ours, no memory yet B",
+            "ours + 1 search + 1 read B",
+            "preload all B",
+            "preload/ours",
+            "preload/(ours+lookback)",
+        ],
+        rows,
+    )
+    parts = b5["sizes"][0]["parts"]
+    lines += [
+        f"Parts of ours: system prompt {parts['system_prompt']:,} B, memory block "
+        f"{parts['memory_block']:,} B, current message {parts['current_message']:,} B, workspace "
+        f"tool schemas {parts['workspace_tool_schemas']:,} B, memory tool schemas "
+        f"{parts['memory_tool_schemas']:,} B.",
+        "",
+    ]
+    return lines
+
+
+def write_markdown(report: dict[str, Any], out: Path) -> Path:
+    meta = report["meta"]
+    db, machine = meta["db"], meta["machine"]
+    flags = " ".join(meta["argv"]) or "(none)"
+    durations = ", ".join(f"{k} {v:.0f} s" for k, v in meta["durations_s"].items())
+    lines = [
+        "# Yuxi memory benchmarks",
+        "",
+        f"- run: {meta['started_at']} · mode `{meta['mode']}` · flags `{flags}` "
+        f"· total {meta['total_s']:.0f} s ({durations})",
+        f"- machine: {machine['cpus']} CPUs, {machine['platform']}, Python {machine['python']}",
+        f"- PostgreSQL: {db['server_kind']} {db['server_version']} "
+        f"(pg_trgm available: {_num(db['pg_trgm_available'])}, ctype {db.get('datctype')}, "
+        f"synchronous_commit {db['settings'].get('synchronous_commit')}, "
+        f"shared_buffers {db['settings'].get('shared_buffers')})",
+        f"- workspaces on: {db['workspace_filesystem']}",
+        "- every latency is measured around one awaited call; percentiles are computed from the "
+        "raw samples (linear interpolation); variants are interleaved round-robin, order rotated "
+        "each round.",
+        "",
+    ]
+    sections = report.get("results", {})
+    if "b1" in sections:
+        lines += _md_b1(sections["b1"])
+    if "b2" in sections:
+        lines += _md_b2(sections["b2"])
+    if "b3" in sections:
+        lines += _md_b3(sections["b3"])
+    if "b4" in sections:
+        lines += _md_b4(sections["b4"])
+    if "b5" in sections:
+        lines += _md_b5(sections["b5"])
+    errors = report.get("errors") or {}
+    if errors:
+        lines += ["## Errors", ""] + [f"- {k}: `{v}`" for k, v in errors.items()] + [""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

@@ -1,0 +1,99 @@
+"""Every benchmark at toy scale on the test database, and the report written from the results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from benchmarks import report
+from benchmarks._env import BenchEnv
+from benchmarks.b1_write import run_b1
+from benchmarks.b2_contention import run_b2
+from benchmarks.b3_read import run_b3
+from benchmarks.b4_history import run_b4
+from benchmarks.b5_context import run_b5
+
+from yuxi.bootstrap import Container
+from yuxi.settings import Settings
+
+
+@pytest.fixture
+async def env(
+    database_url: str, container: Container, settings: Settings, tmp_path: Path
+) -> AsyncIterator[BenchEnv]:
+    bench = BenchEnv(
+        server_url=database_url,
+        database_url=database_url,
+        db_name="test",
+        server_kind="test",
+        tmp_root=tmp_path,
+        data_dir=settings.data_dir,
+        container=container,
+        info={
+            "server_kind": "test",
+            "server_version": "?",
+            "settings": {},
+            "pg_trgm_available": False,
+            "workspace_filesystem": "?",
+        },
+    )
+    yield bench
+    for engine in bench._engines:
+        await engine.dispose()
+
+
+async def test_all_benchmarks_at_toy_scale_and_report(env: BenchEnv, tmp_path: Path) -> None:
+    results = {
+        "b1": await run_b1(env, rounds=4, warmup=1),
+        "b2": await run_b2(env, writes=2, reps=1, levels=(1, 2)),
+        "b3": await run_b3(env, rounds=4, warmup=1),
+        "b4": await run_b4(
+            env, totals=(300, 1200), users=5, rounds=3, warmup=1, budget_s=5, progress=False
+        ),
+        "b5": await run_b5(env, sizes=(40, 120)),
+    }
+    b1 = results["b1"]
+    assert b1["failures"] == {"ours": 0, "floor": 0, "langgraph_store": 0, "naive": 0}
+    assert b1["checks"]["floor_bytes_equal_ours"] is True
+    assert b1["stats_ms"]["ours"]["n"] == 4 and b1["ratios"]["ours/floor"]["p50"] > 0
+    b2 = results["b2"]
+    assert b2["lost_updates_total"]["ours/one_uid"] == 0
+    assert b2["lost_updates_total"]["ours/distinct_uids"] == 0
+    assert b2["series"]["ours/one_uid"]["2"]["writes"] == 4
+    assert b2["series"]["ours/one_uid"]["2"]["errors"] == 0
+    assert results["b3"]["block_bytes"]["ours_20k_block"] > 20_000
+    stage = results["b4"]["stages"][-1]
+    assert stage["total_messages"] == 1200 and stage["heavy_messages"] == 120
+    kinds = stage["phases"]["no_index"]["kinds"]
+    assert kinds["search_rare_en"]["result"] == {"shipped": 3, "custom_plan": 3}
+    assert kinds["search_miss_cjk2"]["result"] == {"shipped": 0, "custom_plan": 0}
+    assert kinds["read_anchored"]["result"]["shipped"] >= 1
+    b5 = results["b5"]["sizes"]
+    assert b5[1]["bytes"]["preload_all"] > b5[0]["bytes"]["preload_all"]
+    assert b5[1]["bytes"]["ours"] == b5[0]["bytes"]["ours"]  # independent of history size
+
+    doc = {
+        "meta": {
+            "started_at": "now",
+            "mode": "test",
+            "argv": [],
+            "total_s": 1.0,
+            "durations_s": {"B1": 1.0},
+            "machine": {"cpus": 2, "platform": "test", "python": "3"},
+            "db": env.info,
+        },
+        "results": results,
+        "errors": {},
+    }
+    out = tmp_path / "out"
+    out.mkdir()
+    json_path = report.write_json(doc, out)
+    md_path = report.write_markdown(doc, out)
+    png_path = report.write_chart(results["b2"], out)
+    assert json.loads(json_path.read_text())["results"]["b1"]["goal"]["target"] == 1.3
+    md = md_path.read_text()
+    for section in ("## B1", "## B2", "## B3", "## B4", "## B5", "ours/floor"):
+        assert section in md
+    assert png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
