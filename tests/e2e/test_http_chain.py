@@ -183,3 +183,6 @@ async def test_file_api_etags_and_auth(live_server: LiveServer, container: Conta
         assert (await c.get("/api/v1/workspace/files/../etc/passwd")).status_code in (400, 404)
         unknown = await c.put("/api/v1/me/config", json={"enable_memory": True, "x": 1})
         assert unknown.status_code == 422
+        nul = await c.get("/api/v1/threads/a%00b")
+        assert nul.status_code == 400 and nul.json()["error"]["code"] == "invalid_argument"
+        assert (await c.post("/api/v1/threads", json={"title": "a\u0000b"})).status_code == 422

@@ -10,14 +10,36 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from yuxi.api import routes_files, routes_me, routes_runs, routes_threads
-from yuxi.api.errors import install_error_handlers
+from yuxi.api.errors import error_body, install_error_handlers
 from yuxi.bootstrap import Container
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "web" / "static"
+
+
+class RefuseNulMiddleware:
+    """A NUL in the path or query string can never name anything (PostgreSQL text cannot hold
+    it, no file name contains it): refuse it with 400 before any route sees it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope.get("path", "")
+            query = scope.get("query_string", b"").lower()
+            if "\x00" in path or b"%00" in query or b"\x00" in query:
+                response = JSONResponse(
+                    error_body("invalid_argument", "NUL characters are not allowed in URLs"),
+                    status_code=400,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
@@ -52,6 +74,7 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
     )
     app.state.container = container
     install_error_handlers(app)
+    app.add_middleware(RefuseNulMiddleware)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:

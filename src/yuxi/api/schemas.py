@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from yuxi.utils.string_utils import is_valid_text
 
 
 class Strict(BaseModel):
@@ -24,8 +26,18 @@ class MeView(BaseModel):
     name: str
 
 
+def _text_only(value: str) -> str:
+    if not is_valid_text(value):
+        raise ValueError("must be valid Unicode text without NUL characters")
+    return value
+
+
+#: A string that can be stored: no NUL (PostgreSQL text cannot hold it), no lone surrogate.
+Text = Annotated[str, AfterValidator(_text_only)]
+
+
 class ThreadCreate(Strict):
-    title: str = Field(default="", max_length=200)
+    title: Text = Field(default="", max_length=200)
 
 
 class ThreadView(BaseModel):

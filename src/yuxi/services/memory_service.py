@@ -43,6 +43,7 @@ from yuxi.services._memory_text import (
     decode_memory_file,
     encode_result,
 )
+from yuxi.utils.string_utils import is_valid_text
 from yuxi.workspace.filesystem import Workspace, etag_for
 
 _log = logging.getLogger(__name__)
@@ -156,11 +157,14 @@ class MemoryService:
             "worker_id": worker_id,
         }
         missing = [
-            k for k in IDENTITY_FIELDS if not isinstance(identity[k], str) or not identity[k]
+            k
+            for k in IDENTITY_FIELDS
+            if not isinstance(identity[k], str) or not identity[k] or not is_valid_text(identity[k])
         ]
         if missing:
             return tool_error(
-                "unauthorized_run", f"no trusted run identity ({', '.join(missing)} missing)"
+                "unauthorized_run",
+                f"no trusted run identity ({', '.join(missing)} missing or invalid)",
             )
         try:
             text = check_text_argument("content", content, CONTENT_MAX_BYTES)
@@ -290,7 +294,7 @@ class MemoryService:
     async def search_thread_messages(
         self, *, uid: str, query: object, limit: object = 5
     ) -> dict[str, Any]:
-        if not isinstance(uid, str) or not uid:
+        if not isinstance(uid, str) or not uid or not is_valid_text(uid):
             return tool_error("unauthorized_run", "no trusted user identity")
         if not isinstance(query, str):
             return tool_error("invalid_argument", "query must be a string")
@@ -328,7 +332,7 @@ class MemoryService:
         limit: object = 20,
         include_tools: object = False,
     ) -> dict[str, Any]:
-        if not isinstance(uid, str) or not uid:
+        if not isinstance(uid, str) or not uid or not is_valid_text(uid):
             return tool_error("unauthorized_run", "no trusted user identity")
         if not isinstance(thread_id, str) or not thread_id.strip() or len(thread_id) > 64:
             return tool_error("invalid_argument", "thread_id must be a non-empty thread id")

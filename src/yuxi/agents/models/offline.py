@@ -109,7 +109,10 @@ def _parse(text: str) -> _Intent:
         found, zh = m
         read_args: dict[str, Any] = {"thread_id": found["tid"]}
         if found["mid"] is not None:
-            read_args["message_id"] = int(found["mid"])
+            mid = int(found["mid"])
+            # Out of int64 range it stays text: the tool refuses it as invalid_argument
+            # (a giant JSON int would not even survive the checkpointer's msgpack).
+            read_args["message_id"] = mid if mid < 2**63 else found["mid"]
         if found["tools"] is not None:
             read_args["include_tools"] = True
         return _Intent("read_thread_messages", read_args, zh, "read")
