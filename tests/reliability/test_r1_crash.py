@@ -24,8 +24,8 @@ import pytest
 from tests.integration.factories import make_run, make_user, memory_file
 from yuxi.bootstrap import Container
 
-from .conftest import ROOT, TIMEOUT, report, scale
 from .crash_writer import entry_is_intact, entry_text
+from .support import ROOT, TIMEOUT, report, scale
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 
@@ -84,7 +84,8 @@ async def _one_life(
 
 async def test_sigkilled_writer_never_tears_memory(container: Container) -> None:
     kills = scale(30, 200)
-    rng = random.Random(int(os.environ.get("YUXI_R1_SEED", "0")) or time.time_ns())
+    seed = int(os.environ.get("YUXI_R1_SEED", "0")) or time.time_ns()
+    rng = random.Random(seed)
     uid = await make_user(container, name="r1")
     run = await make_run(container, uid, lease_seconds=24 * 3600)
     path = memory_file(container, uid)
@@ -169,4 +170,4 @@ async def test_sigkilled_writer_never_tears_memory(container: Container) -> None
 
     assert stats["kills"] >= kills
     assert stats["in_flight_published"] + stats["in_flight_lost"] > 0
-    report("R1 crash", **stats)
+    report("R1 crash", **stats, seed=seed)

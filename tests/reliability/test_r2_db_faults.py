@@ -30,7 +30,7 @@ from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.migrate import upgrade_sync
 from yuxi.settings import Settings
 
-from .conftest import ROOT, TIMEOUT, report, scale
+from .support import ROOT, TIMEOUT, report, scale
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 

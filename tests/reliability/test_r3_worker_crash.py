@@ -40,7 +40,7 @@ from yuxi.runtime.persistence import LeaseLost, RunRecorder
 from yuxi.runtime.worker import Worker, open_run_deps
 from yuxi.services.chat_service import ChatService
 
-from .conftest import ROOT, TIMEOUT, report, scale
+from .support import ROOT, TIMEOUT, report, scale
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 

@@ -25,7 +25,7 @@ import pytest
 from tests.fixtures_server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 
-from .conftest import TIMEOUT, mode, percentile, report, scale, write_artifact
+from .support import TIMEOUT, mode, percentile, report, scale, write_artifact
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 

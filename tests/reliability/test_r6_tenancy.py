@@ -31,7 +31,7 @@ from tests.fixtures_server import LiveServer, create_user_with_token
 from tests.integration.factories import memory_file
 from yuxi.bootstrap import Container
 
-from .conftest import TIMEOUT, report, scale
+from .support import TIMEOUT, report, scale
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 
@@ -103,8 +103,14 @@ async def _victim(server: LiveServer, container: Container, n: int) -> Victim:
         for thread in v.threads:
             detail = (await c.get(f"/api/v1/threads/{thread}")).json()
             v.messages += [m["message_id"] for m in detail["messages"]]
+        # Positive control: the owner does see every marker, so their absence elsewhere means
+        # something (and the search tool does find the owner's own marker by its prefix).
+        own = "\n".join([(await c.get(f"/api/v1/threads/{t}")).text for t in v.threads])
     v.memory_sha = hashlib.sha256(memory_file(container, uid).read_bytes()).hexdigest()
     assert m1 in memory_file(container, uid).read_text()
+    assert all(m[len(PREFIX) + 8 :] in own for m in v.markers)
+    found = await container.memory.search_thread_messages(uid=uid, query=m2[:10])
+    assert m2 in json.dumps(found), found
     return v
 
 
@@ -146,7 +152,7 @@ def _http_probes(a: Attacker, v: Victim, rng: random.Random) -> dict[str, Callab
     c = a.client
     thread = rng.choice(v.threads)
     run = rng.choice(v.runs)
-    variant = rng.choice([thread, thread.upper(), f"{thread}%20", f" {thread}"[1:]])
+    variant = rng.choice([thread, thread.upper(), f"{thread}%20", thread[:-1]])
     return {
         "GET thread": lambda: c.get(f"/api/v1/threads/{variant}"),
         "POST run on thread": lambda: c.post(
