@@ -121,7 +121,13 @@ async def _attacker(server: LiveServer, container: Container, n: int) -> Attacke
     a.thread = (await a.client.post("/api/v1/threads", json={"title": "mine"})).json()["thread_id"]
     await _say(a.client, a.thread, "remember: the attacker likes tea")
     detail = (await a.client.get(f"/api/v1/threads/{a.thread}")).json()
-    a.messages = [m["message_id"] for m in detail["messages"]]
+    # Only what the history tools may show: tool-call and tool-result rows are the attacker's
+    # own too, but never visible, so an anchor on them is "not found" like a foreign one.
+    a.messages = [
+        m["message_id"]
+        for m in detail["messages"]
+        if m["role"] in ("user", "assistant") and m["message_type"] == "text"
+    ]
     return a
 
 
