@@ -59,3 +59,14 @@ def test_data_dir_under_home_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="home directory"):
         EmbeddedPostgres(Path.home() / "yuxi-should-not-exist" / "pgdata").start()
     assert not (Path.home() / "yuxi-should-not-exist").exists()
+
+
+def test_start_after_stop_in_the_same_process_really_starts(pgdata: Path) -> None:
+    first = EmbeddedPostgres(pgdata)
+    url = first.start()
+    assert first.stop() is True
+    again = EmbeddedPostgres(pgdata)
+    assert again.start() == url
+    assert again.started_by_us is True
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)

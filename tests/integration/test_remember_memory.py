@@ -426,3 +426,28 @@ async def test_terminated_connection_mid_lock_is_storage_unavailable(
     assert sha256_of(path) == before
     # and the service recovers on the next call
     assert (await _remember(container, run, "recovered"))["status"] == "updated"
+
+
+async def test_commit_failure_after_publish_reports_the_truth(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file was published under both locks; if only ending the transaction fails, the
+    result says `updated` (it did change), not `storage_unavailable`."""
+    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.ext.asyncio import AsyncSessionTransaction
+
+    uid = await make_user(container)
+    run = await make_run(container, uid)
+    real_exit = AsyncSessionTransaction.__aexit__
+
+    async def failing_exit(self, *exc_info):  # type: ignore[no-untyped-def]
+        await real_exit(self, *exc_info)
+        raise OperationalError("COMMIT", {}, Exception("connection lost at commit"))
+
+    monkeypatch.setattr(AsyncSessionTransaction, "__aexit__", failing_exit)
+    result = await _remember(container, run, "published then commit failed")
+    monkeypatch.undo()
+    assert result["status"] == "updated", result
+    assert "published then commit failed" in memory_file(container, uid).read_text()
+    again = await _remember(container, run, "never published")
+    assert again["status"] == "updated"

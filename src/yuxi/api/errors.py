@@ -10,6 +10,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from yuxi.errors import YuxiError
@@ -76,6 +77,15 @@ def install_error_handlers(app: FastAPI) -> None:
         code = HTTP_CODES.get(exc.status_code, "error")
         return JSONResponse(
             error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    async def _database(_: Request, exc: Exception) -> JSONResponse:
+        _log.warning("database unavailable: %r", exc)
+        return JSONResponse(
+            error_body("storage_unavailable", "the database is unavailable; try again later"),
+            status_code=503,
         )
 
     @app.exception_handler(Exception)

@@ -83,6 +83,12 @@ class EmbeddedPostgres:
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         was_running = self.status().running
+        if not was_running:
+            # pgserver caches one handle per data dir and hands it back without checking that
+            # its server still runs (after our own stop()): forget it so it starts again.
+            from pgserver.postgres_server import PostgresServer
+
+            PostgresServer._instances.pop(self.pgdata, None)
         # cleanup_mode=None: we decide when to stop, not pgserver's atexit bookkeeping (which
         # never stops a server whose earlier owner crashed).
         server = get_server(self.pgdata, cleanup_mode=None)

@@ -175,19 +175,28 @@ class MemoryService:
             )
         except MemoryEditError as exc:
             return tool_error(exc.code, exc.message)
+        published: dict[str, Any] = {}
         try:
-            return await self._locked_remember(identity, text, old)
+            return await self._locked_remember(identity, text, old, published)
         except MemoryEditError as exc:
             return tool_error(exc.code, exc.message)
         except (SQLAlchemyError, OSError, WorkspaceError, TimeoutError) as exc:
             _log.warning("remember_memory for %s failed: %r", uid, exc)
+            if published:
+                # The publish happened under both locks; only ending the (read-only)
+                # transaction failed. The file did change: say so, truthfully.
+                return published
             return tool_error(
                 "storage_unavailable",
                 "memory storage is unavailable right now; nothing was changed. Try again later.",
             )
 
     async def _locked_remember(
-        self, identity: dict[str, str], content: str, replaces: str | None
+        self,
+        identity: dict[str, str],
+        content: str,
+        replaces: str | None,
+        published: dict[str, Any],
     ) -> dict[str, Any]:
         uid = identity["uid"]
         workspace = self._workspace(uid)
@@ -210,14 +219,17 @@ class MemoryService:
                 data = edit.text.encode("utf-8")
                 if edit.changed:
                     data = encode_result(edit.text)
+                result = {
+                    "status": "updated" if edit.changed else "unchanged",
+                    "path": MEMORY_DISPLAY_PATH,
+                    "size": len(data),
+                    "start_line": edit.start_line,
+                    "end_line": edit.end_line,
+                }
+                if edit.changed:
                     await workspace.replace_authorized_file(MEMORY_PATH, data)
-        return {
-            "status": "updated" if edit.changed else "unchanged",
-            "path": MEMORY_DISPLAY_PATH,
-            "size": len(data),
-            "start_line": edit.start_line,
-            "end_line": edit.end_line,
-        }
+                    published.update(result)
+        return result
 
     async def _read_current(self, workspace: Workspace) -> str:
         try:
