@@ -5,67 +5,27 @@ from __future__ import annotations
 import os
 import random
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
+from tests.integration.factories import RunIdentity, make_run, make_thread, make_user
+
 from yuxi.bootstrap import Container
-from yuxi.db.models import Conversation
-from yuxi.repositories.agent_run_repository import AgentRunRepository
-from yuxi.repositories.user_repository import UserRepository
 
 from .datagen import CJK_WORDS, EN_WORDS
+
+__all__ = ["Identity", "make_claimed_run", "make_thread", "make_user"]
 
 #: Runs live for the whole benchmark: a lease that cannot expire mid-measurement.
 LONG_LEASE_SECONDS = 12 * 3600
 
 
-@dataclass(frozen=True)
-class Identity:
-    uid: str
-    thread_id: str
-    run_id: str
-    request_id: str
-    worker_id: str
-
-    def as_kwargs(self) -> dict[str, str]:
-        return {
-            "uid": self.uid,
-            "thread_id": self.thread_id,
-            "run_id": self.run_id,
-            "request_id": self.request_id,
-            "worker_id": self.worker_id,
-        }
-
-
-async def make_user(c: Container, *, memory: bool = True, name: str = "bench") -> str:
-    async with c.session_factory() as s, s.begin():
-        repo = UserRepository(s)
-        user = await repo.create_user(name)
-        await repo.set_memory_enabled(user.uid, memory)
-    await c.workspace(user.uid).ensure_user_workspace()
-    return user.uid
-
-
-async def make_thread(c: Container, uid: str, *, title: str = "bench") -> str:
-    thread_id = uuid.uuid4().hex
-    async with c.session_factory() as s, s.begin():
-        s.add(Conversation(thread_id=thread_id, uid=uid, title=title, source="chat"))
-    return thread_id
+# The same builders the integration tests use: one definition of "a user" and "a claimed run".
+Identity = RunIdentity
 
 
 async def make_claimed_run(c: Container, uid: str) -> Identity:
     """A chat run on a new thread, claimed by a fresh worker with a long lease."""
-    thread_id = await make_thread(c, uid)
-    request_id = uuid.uuid4().hex
-    async with c.session_factory() as s, s.begin():
-        repo = AgentRunRepository(s)
-        run, _ = await repo.create_run(
-            uid=uid, thread_id=thread_id, request_id=request_id, run_type="chat"
-        )
-        claimed = await repo.claim(run.id, lease_seconds=LONG_LEASE_SECONDS)
-        assert claimed is not None and claimed.worker_id
-        worker_id = claimed.worker_id
-    return Identity(uid, thread_id, run.id, request_id, worker_id)
+    return await make_run(c, uid, lease_seconds=LONG_LEASE_SECONDS)
 
 
 _FACT_TEMPLATES = (

@@ -121,7 +121,7 @@ class RunExecutor:
                 checkpointer=self.deps.checkpointer,
                 on_snapshot=on_snapshot,
             )
-            graph_input: Any = await self._graph_input(run, graph)
+            graph_input: Any = await self._graph_input(run)
             state = _StreamState()
             await self._preload_seen(graph, run, state)
             config: RunnableConfig = {"configurable": {"thread_id": run.conversation_thread_id}}
@@ -147,7 +147,7 @@ class RunExecutor:
         else:
             await recorder.finish("completed", output={"reply": state.final_reply})
 
-    async def _graph_input(self, run: AgentRun, graph: Any) -> Any:
+    async def _graph_input(self, run: AgentRun) -> Any:
         if run.run_type == "resume":
             decision = run.input_payload.get("decision")
             interrupted = await self._interrupted_requests(run)
