@@ -7,13 +7,14 @@ import random
 import uuid
 from pathlib import Path
 
-from tests.integration.factories import RunIdentity, make_run, make_thread, make_user
+from tests.integration.factories import as_kwargs, make_run, make_thread, make_user
 
 from yuxi.bootstrap import Container
+from yuxi.identity import RunIdentity
 
 from .datagen import CJK_WORDS, EN_WORDS
 
-__all__ = ["Identity", "make_claimed_run", "make_thread", "make_user"]
+__all__ = ["Identity", "as_kwargs", "make_claimed_run", "make_thread", "make_user"]
 
 #: Runs live for the whole benchmark: a lease that cannot expire mid-measurement.
 LONG_LEASE_SECONDS = 12 * 3600

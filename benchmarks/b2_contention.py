@@ -27,7 +27,7 @@ from typing import Any
 
 from ._b2proc import worker_main
 from ._env import BenchEnv
-from ._fixtures import count_entries, make_claimed_run, make_user, write_plain
+from ._fixtures import as_kwargs, count_entries, make_claimed_run, make_user, write_plain
 from ._stats import rotate, summarize
 
 LEVELS = (1, 2, 4, 8, 16)
@@ -160,7 +160,7 @@ async def _one_run(
             await ws.replace_authorized_file(ws.MEMORY_PATH, b"")
         idents = one_runs[:level] if scope == "one_uid" else distinct_runs[:level]
         writers = [
-            {"identity": ident.as_kwargs(), "contents": contents[w]}
+            {"identity": as_kwargs(ident), "contents": contents[w]}
             for w, ident in enumerate(idents)
         ]
     else:

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from yuxi.agents.context import RunContext, build_agent_input_context
+from yuxi.agents.context import RunIdentity, build_agent_input_context
 from yuxi.agents.middlewares.memory import create_memory_middleware, render_memory_block
 from yuxi.agents.tools.workspace_tools import make_workspace_tools
 from yuxi.repositories._history_budget import compact_json
@@ -80,7 +80,7 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
     await workspace.ensure_user_workspace()
     await workspace.replace_authorized_file(workspace.MEMORY_PATH, memory_text)
     ident = await make_claimed_run(c, uid)
-    ctx = RunContext(ident.uid, ident.thread_id, ident.run_id, ident.request_id, ident.worker_id)
+    ctx = RunIdentity(ident.uid, ident.thread_id, ident.run_id, ident.request_id, ident.worker_id)
     agent_input = await build_agent_input_context(
         workspace=workspace, identity=ctx, base_prompt=CHAT_SYSTEM_PROMPT
     )

@@ -6,8 +6,10 @@ Three audiences, three kinds of error (kept apart on purpose):
   environment cannot work (bad database URL, data dir under a home directory, ...);
 * **tell the user** — :class:`YuxiError` subclasses carry a stable ``code``; the HTTP layer maps
   them to status codes in one place (``yuxi.api.errors``);
-* **tell the model** — tools never raise to the agent: they return structured results
-  ``{"status": "error", "code": ..., "error": ...}`` built from the same codes.
+* **tell the model** — services raise the same errors to the agent's tools, and one adapter
+  (``yuxi.agents.tools.tool_result``) turns any :class:`YuxiError` into an error ``ToolMessage``
+  (``status="error"``, content ``{"status": "error", "code", "error"}``). The run goes on and the
+  model is told. :class:`ToolError` is the branch of codes only a model ever sees.
 
 ::
 
@@ -18,14 +20,24 @@ Three audiences, three kinds of error (kept apart on purpose):
     ├── Conflict                           conflict
     │   ├── PreconditionFailed             precondition_failed   (stale ETag / If-Match)
     │   └── ActiveRunExists                active_run_exists
-    ├── Unauthorized                       unauthorized
+    ├── Unauthorized                       unauthorized          (HTTP: no or a bad token)
     ├── WorkspaceError                     workspace_error
     │   ├── UnsafePath                     unsafe_path           (.., absolute, NUL, backslash)
     │   ├── SymlinkRefused                 symlink_refused       (a symlink on the path)
     │   ├── NotARegularFile                not_regular_file
     │   ├── WorkspaceFileNotFound          file_not_found
     │   └── FileTooLarge                   file_too_large
-    └── StorageUnavailable                 storage_unavailable   (database / lock failure)
+    ├── StorageUnavailable                 storage_unavailable   (database / lock failure)
+    └── ToolError                          tool_error            (tell the model only)
+        ├── UnauthorizedRun                unauthorized_run      (no trusted, live run identity)
+        ├── MemoryDisabled                 memory_disabled       (the user's switch is off)
+        ├── MemoryConflict                 memory_conflict       (`replaces` found 0 or ≥ 2 times)
+        ├── MemoryTooLarge                 memory_too_large      (MEMORY.md would pass 128 KiB)
+        ├── MemoryInvalidEncoding          memory_invalid_encoding
+        ├── ForbiddenPath                  forbidden_path        (MEMORY.md without memory)
+        ├── NotText                        not_text              (a file that is not UTF-8)
+        ├── EditConflict                   edit_conflict         (`old` found 0 or ≥ 2 times)
+        └── SubagentFailed                 subagent_failed
 """
 
 from __future__ import annotations
@@ -95,3 +107,45 @@ class FileTooLarge(WorkspaceError):
 
 class StorageUnavailable(YuxiError):
     code = "storage_unavailable"
+
+
+class ToolError(YuxiError):
+    """A refusal only a model sees (as an error tool result); never an HTTP response."""
+
+    code = "tool_error"
+
+
+class UnauthorizedRun(ToolError):
+    code = "unauthorized_run"
+
+
+class MemoryDisabled(ToolError):
+    code = "memory_disabled"
+
+
+class MemoryConflict(ToolError):
+    code = "memory_conflict"
+
+
+class MemoryTooLarge(ToolError):
+    code = "memory_too_large"
+
+
+class MemoryInvalidEncoding(ToolError):
+    code = "memory_invalid_encoding"
+
+
+class ForbiddenPath(ToolError):
+    code = "forbidden_path"
+
+
+class NotText(ToolError):
+    code = "not_text"
+
+
+class EditConflict(ToolError):
+    code = "edit_conflict"
+
+
+class SubagentFailed(ToolError):
+    code = "subagent_failed"

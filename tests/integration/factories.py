@@ -4,33 +4,26 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import text
 
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation
+from yuxi.identity import RunIdentity
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.user_repository import UserRepository
 
 
-@dataclass(frozen=True)
-class RunIdentity:
-    uid: str
-    thread_id: str
-    run_id: str
-    request_id: str
-    worker_id: str
-
-    def as_kwargs(self) -> dict[str, str]:
-        return {
-            "uid": self.uid,
-            "thread_id": self.thread_id,
-            "run_id": self.run_id,
-            "request_id": self.request_id,
-            "worker_id": self.worker_id,
-        }
+def as_kwargs(run: RunIdentity) -> dict[str, str | None]:
+    """The five identity values as keyword arguments (for tests of the raw gate)."""
+    return {
+        "uid": run.uid,
+        "thread_id": run.thread_id,
+        "run_id": run.run_id,
+        "request_id": run.request_id,
+        "worker_id": run.worker_id,
+    }
 
 
 async def make_user(c: Container, *, memory: bool = True, name: str = "tester") -> str:
@@ -73,7 +66,7 @@ async def make_run(
         run, _ = await repo.create_run(
             uid=uid, thread_id=thread_id, request_id=request_id, run_type=run_type
         )
-        worker_id = ""
+        worker_id: str | None = None
         if claim:
             claimed = await repo.claim(run.id, lease_seconds=lease_seconds)
             assert claimed is not None and claimed.worker_id

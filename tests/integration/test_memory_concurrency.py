@@ -14,7 +14,7 @@ import psycopg
 from yuxi.bootstrap import Container
 from yuxi.errors import PreconditionFailed
 
-from .factories import make_run, make_user, memory_file
+from .factories import as_kwargs, make_run, make_user, memory_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ async def test_eight_concurrent_writers_from_independent_connections(
     contents = [f"fact-{i} 事实{i}" for i in range(8)]
     results = await asyncio.gather(
         *(
-            container.memory.remember_memory(**run.as_kwargs(), content=content)
+            container.memory.remember_memory(**as_kwargs(run), content=content)
             for run, content in zip(runs, contents, strict=True)
         )
     )
@@ -45,7 +45,7 @@ async def test_same_content_from_many_runs_is_written_once(container: Container)
     uid = await make_user(container)
     runs = [await make_run(container, uid) for _ in range(8)]
     results = await asyncio.gather(
-        *(container.memory.remember_memory(**r.as_kwargs(), content="only once") for r in runs)
+        *(container.memory.remember_memory(**as_kwargs(r), content="only once") for r in runs)
     )
     assert sorted(r["status"] for r in results) == ["unchanged"] * 7 + ["updated"]
     assert _entries(memory_file(container, uid).read_text()) == ["only once"]
@@ -62,7 +62,7 @@ async def test_writers_in_separate_os_processes(container: Container, settings) 
         spec = {
             "database_url": settings.database_url,
             "data_dir": str(settings.data_dir),
-            "identity": run.as_kwargs(),
+            "identity": as_kwargs(run),
             "contents": contents,
         }
         procs.append(
@@ -105,7 +105,7 @@ async def test_concurrent_user_edits_and_tool_writes_lose_nothing(container: Con
                 await asyncio.sleep(0)
 
     tool = [
-        service.remember_memory(**r.as_kwargs(), content=f"tool-fact-{i}")
+        service.remember_memory(**as_kwargs(r), content=f"tool-fact-{i}")
         for i, r in enumerate(runs)
     ]
     edits = [user_edit(n) for n in range(6)]
@@ -150,7 +150,7 @@ async def test_every_writer_takes_the_per_uid_advisory_lock(
     uid = await make_user(container)
     other = await make_user(container)
     for make_writer in (
-        lambda run: container.memory.remember_memory(**run.as_kwargs(), content="waited"),
+        lambda run: container.memory.remember_memory(**as_kwargs(run), content="waited"),
         lambda run: container.memory.write_memory_file(uid, b"user edit\n"),
         lambda run: container.memory.delete_memory_file(uid),
     ):
@@ -162,7 +162,7 @@ async def test_every_writer_takes_the_per_uid_advisory_lock(
         # a different user's write is not blocked
         other_run = await make_run(container, other)
         free = await asyncio.wait_for(
-            container.memory.remember_memory(**other_run.as_kwargs(), content="free"), 5
+            container.memory.remember_memory(**as_kwargs(other_run), content="free"), 5
         )
         assert free["status"] in ("updated", "unchanged")
 
@@ -191,5 +191,5 @@ async def test_writes_also_wait_for_the_file_lock(container: Container) -> None:
         os.close(fd)
 
     await _blocked_while(
-        release, container.memory.remember_memory(**run.as_kwargs(), content="after flock")
+        release, container.memory.remember_memory(**as_kwargs(run), content="after flock")
     )

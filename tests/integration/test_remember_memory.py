@@ -12,14 +12,23 @@ import pytest
 from yuxi.bootstrap import Container
 from yuxi.services._memory_text import MEMORY_FILE_MAX_BYTES
 
-from .factories import make_run, make_thread, make_user, memory_file, set_memory, sha256_of, sql
+from .factories import (
+    as_kwargs,
+    make_run,
+    make_thread,
+    make_user,
+    memory_file,
+    set_memory,
+    sha256_of,
+    sql,
+)
 
 CJK = "记"  # 3 UTF-8 bytes
 
 
 async def _remember(c: Container, ident: object, content: object, replaces: object = None) -> dict:
     return await c.memory.remember_memory(
-        **ident.as_kwargs(),  # type: ignore[attr-defined]
+        **as_kwargs(ident),  # type: ignore[attr-defined]
         content=content,
         replaces=replaces,
     )
@@ -239,7 +248,7 @@ async def _assert_refused(c: Container, uid: str, kwargs: dict, code: str) -> No
 async def test_forged_worker_id_is_refused(container: Container) -> None:
     uid = await make_user(container)
     run = await make_run(container, uid)
-    kw = run.as_kwargs() | {"worker_id": "w_" + "0" * 32}
+    kw = as_kwargs(run) | {"worker_id": "w_" + "0" * 32}
     await _assert_refused(container, uid, kw, "unauthorized_run")
 
 
@@ -247,7 +256,7 @@ async def test_forged_worker_id_is_refused(container: Container) -> None:
 async def test_missing_identity_value_is_refused(container: Container, field: str) -> None:
     uid = await make_user(container)
     run = await make_run(container, uid)
-    await _assert_refused(container, uid, run.as_kwargs() | {field: ""}, "unauthorized_run")
+    await _assert_refused(container, uid, as_kwargs(run) | {field: ""}, "unauthorized_run")
 
 
 async def test_another_users_run_is_refused(container: Container) -> None:
@@ -256,7 +265,7 @@ async def test_another_users_run_is_refused(container: Container) -> None:
     attacker_run = await make_run(container, attacker)
     # The attacker's real, live run, pointed at the victim's uid.
     await _assert_refused(
-        container, victim, attacker_run.as_kwargs() | {"uid": victim}, "unauthorized_run"
+        container, victim, as_kwargs(attacker_run) | {"uid": victim}, "unauthorized_run"
     )
 
 
@@ -264,23 +273,21 @@ async def test_other_thread_is_refused(container: Container) -> None:
     uid = await make_user(container)
     run = await make_run(container, uid)
     other = await make_thread(container, uid)
-    await _assert_refused(
-        container, uid, run.as_kwargs() | {"thread_id": other}, "unauthorized_run"
-    )
+    await _assert_refused(container, uid, as_kwargs(run) | {"thread_id": other}, "unauthorized_run")
 
 
 async def test_other_request_is_refused(container: Container) -> None:
     uid = await make_user(container)
     run = await make_run(container, uid)
     await _assert_refused(
-        container, uid, run.as_kwargs() | {"request_id": "someone-else"}, "unauthorized_run"
+        container, uid, as_kwargs(run) | {"request_id": "someone-else"}, "unauthorized_run"
     )
 
 
 async def test_subagent_run_is_refused(container: Container) -> None:
     uid = await make_user(container)
     run = await make_run(container, uid, run_type="subagent")
-    await _assert_refused(container, uid, run.as_kwargs(), "unauthorized_run")
+    await _assert_refused(container, uid, as_kwargs(run), "unauthorized_run")
 
 
 async def test_resume_run_may_write(container: Container) -> None:
@@ -296,7 +303,7 @@ async def test_non_running_run_is_refused(container: Container, status: str) -> 
     await sql(
         container, "UPDATE agent_runs SET status = :s WHERE id = :id", s=status, id=run.run_id
     )
-    await _assert_refused(container, uid, run.as_kwargs(), "unauthorized_run")
+    await _assert_refused(container, uid, as_kwargs(run), "unauthorized_run")
 
 
 async def test_cancel_requested_run_is_refused(container: Container) -> None:
@@ -305,7 +312,7 @@ async def test_cancel_requested_run_is_refused(container: Container) -> None:
     await sql(
         container, "UPDATE agent_runs SET cancel_requested = true WHERE id = :id", id=run.run_id
     )
-    await _assert_refused(container, uid, run.as_kwargs(), "unauthorized_run")
+    await _assert_refused(container, uid, as_kwargs(run), "unauthorized_run")
 
 
 async def test_expired_lease_by_database_clock_is_refused(container: Container) -> None:
@@ -316,7 +323,7 @@ async def test_expired_lease_by_database_clock_is_refused(container: Container) 
         "UPDATE agent_runs SET lease_expires_at = now() - interval '1 millisecond' WHERE id = :id",
         id=run.run_id,
     )
-    await _assert_refused(container, uid, run.as_kwargs(), "unauthorized_run")
+    await _assert_refused(container, uid, as_kwargs(run), "unauthorized_run")
 
 
 async def test_app_clock_is_not_consulted(
@@ -335,7 +342,7 @@ async def test_switch_off_between_run_start_and_write(container: Container) -> N
     uid = await make_user(container, memory=True)
     run = await make_run(container, uid)
     await set_memory(container, uid, False)
-    await _assert_refused(container, uid, run.as_kwargs(), "memory_disabled")
+    await _assert_refused(container, uid, as_kwargs(run), "memory_disabled")
 
 
 async def test_reclaimed_run_refuses_the_previous_worker(container: Container) -> None:
@@ -351,7 +358,7 @@ async def test_reclaimed_run_refuses_the_previous_worker(container: Container) -
     )
     async with container.session_factory() as s, s.begin():
         assert await AgentRunRepository(s).reconcile_expired() == [run.run_id]
-    await _assert_refused(container, uid, run.as_kwargs(), "unauthorized_run")
+    await _assert_refused(container, uid, as_kwargs(run), "unauthorized_run")
 
 
 # -- storage failures -------------------------------------------------------------------------
@@ -390,7 +397,7 @@ async def test_database_unavailable_is_storage_unavailable(
     before = sha256_of(path)
     dead = create_engine("postgresql://postgres@127.0.0.1:1/none")
     service = MemoryService(create_session_factory(dead), container.workspace_root)
-    result = await service.remember_memory(**run.as_kwargs(), content="unlocked write")
+    result = await service.remember_memory(**as_kwargs(run), content="unlocked write")
     await dead.dispose()
     assert result["code"] == "storage_unavailable"
     assert sha256_of(path) == before

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from tests.integration.factories import make_run, make_user, memory_file
+from tests.integration.factories import as_kwargs, make_run, make_user, memory_file
 from yuxi.bootstrap import Container
 
 from .crash_writer import entry_is_intact, entry_text
@@ -107,7 +107,7 @@ async def test_sigkilled_writer_never_tears_memory(container: Container) -> None
         spec = {
             "database_url": container.database_url,
             "data_dir": str(container.settings.data_dir),
-            "identity": run.as_kwargs(),
+            "identity": as_kwargs(run),
             "life": life,
             "count": 100_000,
         }
@@ -146,13 +146,13 @@ async def test_sigkilled_writer_never_tears_memory(container: Container) -> None
             was_published = published == len(started)
             stats["in_flight_published" if was_published else "in_flight_lost"] += 1
             retry = await container.memory.remember_memory(
-                **run.as_kwargs(), content=entry_text(life, in_flight)
+                **as_kwargs(run), content=entry_text(life, in_flight)
             )
             assert retry["status"] == ("unchanged" if was_published else "updated"), retry
             stats["retries_unchanged" if was_published else "retries_updated"] += 1
         if done:
             again = await container.memory.remember_memory(
-                **run.as_kwargs(), content=entry_text(life, max(done))
+                **as_kwargs(run), content=entry_text(life, max(done))
             )
             assert again["status"] == "unchanged", again
             stats["retries_unchanged"] += 1

@@ -25,9 +25,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.integration.factories import RunIdentity, make_run, make_user, memory_file
+from tests.integration.factories import as_kwargs, make_run, make_user, memory_file
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.migrate import upgrade_sync
+from yuxi.identity import RunIdentity
 from yuxi.settings import Settings
 
 from .support import ROOT, TIMEOUT, report, scale
@@ -63,7 +64,7 @@ class Ledger:
 async def _write(container: Container, run: RunIdentity, ledger: Ledger, content: str) -> str:
     ledger.attempted.add(content)
     try:
-        result = await container.memory.remember_memory(**run.as_kwargs(), content=content)
+        result = await container.memory.remember_memory(**as_kwargs(run), content=content)
     except Exception as exc:  # the contract: never an exception
         outcome = f"exception:{type(exc).__name__}:{exc}"
     else:
@@ -180,7 +181,7 @@ async def _terminate_phase(container: Container, phase: int) -> Counter[str]:
         before = Counter(_lines(memory_file(container, uid)))
         for content in ledger.unavailable:
             result = await container.memory.remember_memory(
-                **runs[uid][0].as_kwargs(), content=content
+                **as_kwargs(runs[uid][0]), content=content
             )
             expected = "unchanged" if before[content] else "updated"
             assert result["status"] == expected, (result, content)
@@ -293,7 +294,7 @@ async def test_server_stopped_during_writes_then_restarted() -> None:
 
         before = Counter(_lines(path))
         for content in ledger.unavailable:
-            result = await container.memory.remember_memory(**run.as_kwargs(), content=content)
+            result = await container.memory.remember_memory(**as_kwargs(run), content=content)
             expected = "unchanged" if before[content] else "updated"
             assert result["status"] == expected, (result, content)
             stats[f"retried_{expected}"] += 1

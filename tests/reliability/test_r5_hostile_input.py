@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures_server import LiveServer, create_user_with_token
-from tests.integration.factories import make_run
+from tests.integration.factories import as_kwargs, make_run
 from yuxi.bootstrap import Container
 from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.user_repository import UserRepository
@@ -212,7 +212,7 @@ async def _setup_users(container: Container, outside: Path) -> dict[str, Any]:
 async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> None:
     uid_a = env["a"][0]
     run = await make_run(container, uid_a, lease_seconds=3600)
-    ident = run.as_kwargs()
+    ident = as_kwargs(run)
     memory = container.memory
     bad_text: list[tuple[str, Any]] = [
         ("4097 ascii bytes", "x" * 4097),

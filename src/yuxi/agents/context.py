@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from yuxi.agents._common import cut_to_char_boundary
 from yuxi.errors import WorkspaceError, WorkspaceFileNotFound
+from yuxi.identity import RunIdentity
 from yuxi.workspace.filesystem import AGENTS_PATH, USER_PATH, Workspace
 
 __all__ = [
@@ -19,7 +20,7 @@ __all__ = [
     "CONTEXT_FILE_MAX_BYTES",
     "AgentInputContext",
     "ContextFile",
-    "RunContext",
+    "RunIdentity",
     "build_agent_input_context",
     "trusted_context",
 ]
@@ -35,30 +36,13 @@ CONTEXT_FILES: tuple[tuple[str, str], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class RunContext:
-    """Trusted execution identity of one agent run (the LangGraph ``context_schema``).
-
-    Written by the chat service / worker from the leased AgentRun and passed at invoke time;
-    tools read it from ``ToolRuntime.context`` and from nowhere else. ``worker_id`` is the
-    lease token of the claiming worker; it is ``None`` for SubAgent runs, which makes every
-    memory tool refuse (fail closed).
-    """
-
-    uid: str
-    thread_id: str
-    run_id: str
-    request_id: str
-    worker_id: str | None
-
-
-def trusted_context(context: object, *, require_worker: bool) -> RunContext | None:
-    """The run identity if ``context`` is a complete :class:`RunContext`, else ``None``.
+def trusted_context(context: object, *, require_worker: bool) -> RunIdentity | None:
+    """The run identity if ``context`` is a complete :class:`RunIdentity`, else ``None``.
 
     With ``require_worker`` a SubAgent context (``worker_id`` None) is refused as well.
     Callers turn ``None`` into a structured ``unauthorized_run`` error: fail closed.
     """
-    if not isinstance(context, RunContext):
+    if not isinstance(context, RunIdentity):
         return None
     values: list[object] = [context.uid, context.thread_id, context.run_id, context.request_id]
     if require_worker:
@@ -80,7 +64,7 @@ class ContextFile:
 @dataclass(frozen=True)
 class AgentInputContext:
     system_prompt: str
-    identity: RunContext
+    identity: RunIdentity
     files: tuple[ContextFile, ...]
 
 
@@ -122,7 +106,7 @@ async def _read_context_file(workspace: Workspace, path: str) -> tuple[str, bool
 
 
 async def build_agent_input_context(
-    *, workspace: Workspace, identity: RunContext, base_prompt: str
+    *, workspace: Workspace, identity: RunIdentity, base_prompt: str
 ) -> AgentInputContext:
     """System prompt = ``base_prompt`` + AGENTS.md + USER.md (each ≤ 64 KiB); never MEMORY.md.
 

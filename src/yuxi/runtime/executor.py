@@ -26,7 +26,7 @@ from langgraph.types import Command
 from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from yuxi.agents.context import RunContext, build_agent_input_context
+from yuxi.agents.context import RunIdentity, build_agent_input_context
 from yuxi.agents.graphs.chatbot import build_chatbot_graph
 from yuxi.agents.graphs.subagent import build_subagent_graph
 from yuxi.agents.tools.delegate import make_delegate_tool
@@ -93,7 +93,7 @@ class RunExecutor:
     async def execute(self, run: AgentRun, recorder: RunRecorder) -> None:
         """Drive the run to a terminal status. Raises LeaseLost if ownership went away."""
         assert run.worker_id is not None
-        ctx = RunContext(
+        ctx = RunIdentity(
             uid=run.uid,
             thread_id=run.conversation_thread_id,
             run_id=run.id,
@@ -278,7 +278,7 @@ class RunExecutor:
                 created_by_run_id=parent.id,
             )
             await conversations.add_message(child, role="user", content=task, run_id=sub_run.id)
-        ctx = RunContext(
+        ctx = RunIdentity(
             uid=parent.uid,
             thread_id=child.thread_id,
             run_id=sub_run.id,

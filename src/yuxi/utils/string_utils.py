@@ -23,8 +23,12 @@ over at most three UTF-8 continuation bytes, and the prefix decoded once.
 
 from __future__ import annotations
 
+from yuxi.errors import InvalidArgument
+
 __all__ = [
     "TRUNCATION_MARKER",
+    "check_text",
+    "cut_to_char_boundary",
     "is_valid_text",
     "truncate_utf8",
     "utf8_len",
@@ -74,6 +78,57 @@ def _boundary_at_or_before(encoded: bytes, index: int) -> int:
             break
         index -= 1
     return index
+
+
+def cut_to_char_boundary(data: bytes) -> bytes:
+    """Drop a trailing partial UTF-8 sequence left by a byte-budget read (never adds U+FFFD).
+
+    ``data`` is a prefix of well-formed UTF-8 (a file read up to a budget). The result is the
+    longest prefix of ``data`` that ends on a code point boundary.
+    """
+    end = len(data)
+    if end == 0 or data[end - 1] < 0x80:
+        return data
+    start = _boundary_at_or_before(data, end - 1)
+    lead = data[start]
+    need = (
+        2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else 4 if lead >> 3 == 0b11110 else 1
+    )
+    return data if end - start >= need else data[:start]
+
+
+def check_text(
+    name: str,
+    value: object,
+    *,
+    max_bytes: int | None = None,
+    max_chars: int | None = None,
+    strip: bool = False,
+) -> str:
+    """Validate a text argument from a model or a user; the one validator of every such value.
+
+    Refused with :class:`~yuxi.errors.InvalidArgument` (naming ``name``): not a string, a lone
+    surrogate, a NUL character, blank, more than ``max_bytes`` UTF-8 bytes or more than
+    ``max_chars`` characters. Limits apply to the returned value, which is ``value`` itself,
+    or ``value.strip()`` with ``strip``.
+    """
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a string")
+    if strip:
+        value = value.strip()
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{name} is not valid Unicode (lone surrogate)") from None
+    if "\x00" in value:
+        raise InvalidArgument(f"{name} must not contain NUL characters")
+    if not value.strip():
+        raise InvalidArgument(f"{name} must not be blank")
+    if max_bytes is not None and size > max_bytes:
+        raise InvalidArgument(f"{name} is {size} UTF-8 bytes; the limit is {max_bytes}")
+    if max_chars is not None and len(value) > max_chars:
+        raise InvalidArgument(f"{name} must be 1..{max_chars} characters")
+    return value
 
 
 def truncate_utf8(value: str, max_bytes: int) -> tuple[str, bool]:

@@ -55,6 +55,7 @@ __all__ = [
     "FileEntry",
     "Workspace",
     "etag_for",
+    "if_match_allows",
     "split_relative_path",
     "workspace_dirname",
 ]
@@ -68,6 +69,18 @@ _INITIAL_FILES = (AGENTS_PATH, USER_PATH, MEMORY_PATH)
 def etag_for(data: bytes) -> str:
     """Strong ETag of exact file bytes: ``"<sha256 hex>"`` (with the double quotes)."""
     return '"' + hashlib.sha256(data).hexdigest() + '"'
+
+
+def if_match_allows(if_match: str | None, etag: str) -> bool:
+    """Whether an ``If-Match`` header lets a write go ahead on a file whose ETag is ``etag``.
+
+    No header (``None``) and ``*`` always allow; otherwise one of the comma-separated tags must
+    equal ``etag`` (a ``W/`` prefix is ignored: our tags are strong). The one parser of If-Match.
+    """
+    if if_match is None:
+        return True
+    tags = {part.strip().removeprefix("W/") for part in if_match.split(",") if part.strip()}
+    return "*" in tags or etag in tags
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,16 +11,32 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from yuxi.agents.context import RunContext
+from yuxi.agents.context import RunIdentity
 from yuxi.agents.models.offline import OfflineChatModel
 from yuxi.errors import WorkspaceFileNotFound
 from yuxi.services.memory_service import MemorySnapshot
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
 UID = "user-1"
-CTX = RunContext(
+CTX = RunIdentity(
     uid=UID, thread_id="thread-a", run_id="run-1", request_id="req-1", worker_id="worker-tok-1"
 )
+
+
+def forged_identity(**values: object) -> RunIdentity:
+    """A RunIdentity whose values skip validation: what a forged context object would carry."""
+    forged = object.__new__(RunIdentity)
+    merged = {
+        "uid": CTX.uid,
+        "thread_id": CTX.thread_id,
+        "run_id": CTX.run_id,
+        "request_id": CTX.request_id,
+        "worker_id": CTX.worker_id,
+        **values,
+    }
+    for name, value in merged.items():
+        object.__setattr__(forged, name, value)
+    return forged
 
 
 class MemoryFileRead(AssertionError):

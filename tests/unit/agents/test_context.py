@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.agents.fakes import CTX, UID, SpyWorkspace
+from tests.unit.agents.fakes import CTX, UID, SpyWorkspace, forged_identity
 from yuxi.agents.context import (
     CONTEXT_FILE_MAX_BYTES,
-    RunContext,
+    RunIdentity,
     build_agent_input_context,
     trusted_context,
 )
+from yuxi.errors import UnauthorizedRun
 from yuxi.workspace.filesystem import AGENTS_PATH, MEMORY_PATH, USER_PATH
 
 MEMORY_MARKER = "MEMORY-MARKER-7f3a9c"
@@ -132,7 +133,7 @@ async def test_invalid_utf8_file_is_skipped(tmp_path: Path) -> None:
 
 async def test_subagent_identity_is_allowed_and_kept(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    sub = RunContext(uid=UID, thread_id="child", run_id="run-2", request_id="r2", worker_id=None)
+    sub = RunIdentity(uid=UID, thread_id="child", run_id="run-2", request_id="r2", worker_id=None)
     result = await build_agent_input_context(workspace=ws, identity=sub, base_prompt="sub")
     assert result.identity.worker_id is None
     assert ws.memory_reads == []
@@ -140,7 +141,9 @@ async def test_subagent_identity_is_allowed_and_kept(tmp_path: Path) -> None:
 
 async def test_foreign_workspace_is_refused(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    other = RunContext(uid="someone-else", thread_id="t", run_id="r", request_id="q", worker_id="w")
+    other = RunIdentity(
+        uid="someone-else", thread_id="t", run_id="r", request_id="q", worker_id="w"
+    )
     with pytest.raises(ValueError, match="does not belong"):
         await build_agent_input_context(workspace=ws, identity=other, base_prompt="x")
 
@@ -149,8 +152,10 @@ def test_trusted_context_fails_closed() -> None:
     assert trusted_context(CTX, require_worker=True) is CTX
     assert trusted_context(None, require_worker=False) is None
     assert trusted_context({"uid": UID}, require_worker=False) is None
-    sub = RunContext(uid=UID, thread_id="t", run_id="r", request_id="q", worker_id=None)
+    sub = RunIdentity(uid=UID, thread_id="t", run_id="r", request_id="q", worker_id=None)
     assert trusted_context(sub, require_worker=False) is sub
     assert trusted_context(sub, require_worker=True) is None
-    blank = RunContext(uid=UID, thread_id="", run_id="r", request_id="q", worker_id="w")
+    with pytest.raises(UnauthorizedRun):  # a blank value cannot even be built
+        RunIdentity(uid=UID, thread_id="", run_id="r", request_id="q", worker_id="w")
+    blank = forged_identity(thread_id="")
     assert trusted_context(blank, require_worker=False) is None

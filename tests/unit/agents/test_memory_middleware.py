@@ -13,7 +13,7 @@ from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace
+from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace, forged_identity
 from yuxi.agents.middlewares.memory import (
     MEMORY_TOOL_NAMES,
     NO_MEMORY_LINE,
@@ -208,7 +208,7 @@ async def test_remember_takes_identity_only_from_the_runtime_context(tmp_path: P
         None,
         {"uid": CTX.uid, "thread_id": "t", "run_id": "r", "request_id": "q", "worker_id": "w"},
         replace(CTX, worker_id=None),  # a SubAgent identity
-        replace(CTX, worker_id=""),
+        forged_identity(worker_id=""),
         replace(CTX, uid="someone-else"),  # not the run the middleware was built for
         replace(CTX, run_id="run-other"),
     ],

@@ -12,7 +12,7 @@ import pytest
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool
 
-from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace
+from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace, forged_identity
 from yuxi.agents.tools import (
     DELEGATE_TOOL_NAME,
     SENSITIVE_TOOLS,
@@ -176,7 +176,7 @@ async def test_memory_file_is_refused_when_not_allowed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "context",
-    [None, {"uid": CTX.uid}, replace(CTX, uid="someone-else"), replace(CTX, thread_id="")],
+    [None, {"uid": CTX.uid}, replace(CTX, uid="someone-else"), forged_identity(thread_id="")],
     ids=["missing", "dict", "other-user", "blank"],
 )
 async def test_identity_must_be_the_workspace_owner(tmp_path: Path, context: object) -> None:

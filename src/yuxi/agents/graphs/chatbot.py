@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from yuxi.agents._ports import MemoryPort
-from yuxi.agents.context import RunContext
+from yuxi.agents.context import RunIdentity
 from yuxi.agents.middlewares.memory import create_memory_middleware
 from yuxi.agents.tools.workspace_tools import SENSITIVE_TOOLS, make_workspace_tools
 from yuxi.services.memory_service import MemorySnapshot
@@ -31,7 +31,7 @@ __all__ = ["CHATBOT_AGENT_NAME", "AgentGraph", "build_chatbot_graph"]
 CHATBOT_AGENT_NAME = "chatbot"
 
 AgentGraph: TypeAlias = CompiledStateGraph[
-    AgentState[Any], RunContext, InputAgentState, OutputAgentState[Any]
+    AgentState[Any], RunIdentity, InputAgentState, OutputAgentState[Any]
 ]
 
 
@@ -40,7 +40,7 @@ async def build_chatbot_graph(
     model: BaseChatModel,
     memory: MemoryPort,
     workspace: Workspace,
-    context: RunContext,
+    context: RunIdentity,
     system_prompt: str,
     delegate_tool: BaseTool | None,
     checkpointer: Checkpointer | None,
@@ -63,7 +63,7 @@ async def build_chatbot_graph(
     )
     if delegate_tool is not None:
         tools.append(delegate_tool)
-    middleware: list[AgentMiddleware[Any, RunContext, Any]] = []
+    middleware: list[AgentMiddleware[Any, RunIdentity, Any]] = []
     if memory_middleware is not None:
         middleware.append(memory_middleware)
     middleware.append(HumanInTheLoopMiddleware(interrupt_on=dict.fromkeys(SENSITIVE_TOOLS, True)))
@@ -72,7 +72,7 @@ async def build_chatbot_graph(
         tools=tools,
         system_prompt=system_prompt,
         middleware=middleware,
-        context_schema=RunContext,
+        context_schema=RunIdentity,
         checkpointer=checkpointer,
         name=CHATBOT_AGENT_NAME,
     )

@@ -1,7 +1,7 @@
 """The SubAgent graph: read-only workspace access, no memory middleware, no memory tools.
 
 Its prompt comes from :func:`build_agent_input_context` (AGENTS.md + USER.md, never MEMORY.md)
-and it is invoked with a :class:`RunContext` whose ``worker_id`` is ``None``.
+and it is invoked with a :class:`RunIdentity` whose ``worker_id`` is ``None``.
 
 ``checkpointer=None`` means *no* checkpointing. LangGraph would otherwise treat a graph compiled
 without a checkpointer and invoked inside a parent's tool as a subgraph that inherits the
@@ -15,7 +15,7 @@ from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langgraph.types import Checkpointer
 
-from yuxi.agents.context import RunContext
+from yuxi.agents.context import RunIdentity
 from yuxi.agents.graphs.chatbot import AgentGraph
 from yuxi.agents.tools.workspace_tools import make_read_workspace_tool
 from yuxi.workspace.filesystem import Workspace
@@ -37,7 +37,7 @@ def build_subagent_graph(
         model,
         tools=[make_read_workspace_tool(workspace=workspace)],
         system_prompt=system_prompt,
-        context_schema=RunContext,
+        context_schema=RunIdentity,
         checkpointer=checkpointer if checkpointer is not None else False,
         name=SUBAGENT_AGENT_NAME,
     )

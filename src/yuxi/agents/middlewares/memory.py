@@ -8,7 +8,7 @@ user's ``enable_memory`` switch:
 * switch on → a :class:`YuxiMemoryMiddleware` that appends the memory block to the system message
   of every model call and registers exactly ``remember_memory``, ``search_thread_messages`` and
   ``read_thread_messages``. Their model-visible schemas carry no identity or path: identity
-  comes only from ``ToolRuntime.context`` (a :class:`~yuxi.agents.context.RunContext`).
+  comes only from ``ToolRuntime.context`` (a :class:`~yuxi.agents.context.RunIdentity`).
 
 SubAgent graphs never construct this middleware.
 """
@@ -28,7 +28,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from yuxi.agents._common import compact_json, error_result
 from yuxi.agents._ports import MemoryPort
-from yuxi.agents.context import RunContext, trusted_context
+from yuxi.agents.context import RunIdentity, trusted_context
 from yuxi.services.memory_service import MemorySnapshot
 
 __all__ = [
@@ -97,7 +97,7 @@ def _append_to_system_message(message: SystemMessage | None, block: str) -> Syst
     return message.model_copy(update={"content": new_content})
 
 
-class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunContext, Any]):
+class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunIdentity, Any]):
     """Adds the memory block to every model call; carries the three memory tools."""
 
     def __init__(self, *, snapshot: MemorySnapshot, tools: Sequence[BaseTool]) -> None:
@@ -106,7 +106,7 @@ class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunContext, Any]):
         self.tools = tuple(tools)
         self.memory_block = render_memory_block(snapshot.text)
 
-    def _with_memory(self, request: ModelRequest[RunContext]) -> ModelRequest[RunContext]:
+    def _with_memory(self, request: ModelRequest[RunIdentity]) -> ModelRequest[RunIdentity]:
         """The one helper both the sync and the async path use."""
         return request.override(
             system_message=_append_to_system_message(request.system_message, self.memory_block)
@@ -114,15 +114,15 @@ class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunContext, Any]):
 
     def wrap_model_call(
         self,
-        request: ModelRequest[RunContext],
-        handler: Callable[[ModelRequest[RunContext]], ModelResponse[Any]],
+        request: ModelRequest[RunIdentity],
+        handler: Callable[[ModelRequest[RunIdentity]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         return handler(self._with_memory(request))
 
     async def awrap_model_call(
         self,
-        request: ModelRequest[RunContext],
-        handler: Callable[[ModelRequest[RunContext]], Awaitable[ModelResponse[Any]]],
+        request: ModelRequest[RunIdentity],
+        handler: Callable[[ModelRequest[RunIdentity]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         return await handler(self._with_memory(request))
 
@@ -130,20 +130,20 @@ class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunContext, Any]):
 _UNAUTHORIZED = "this call has no trusted top-level run identity; memory is not available here"
 
 
-def _identity(runtime: object, bound: RunContext) -> RunContext | None:
-    """The trusted identity of this call: a complete RunContext equal to the one built for."""
+def _identity(runtime: object, bound: RunIdentity) -> RunIdentity | None:
+    """The trusted identity of this call: a complete RunIdentity equal to the one built for."""
     context = trusted_context(getattr(runtime, "context", None), require_worker=True)
     if context is None or context != bound:
         return None
     return context
 
 
-def _make_memory_tools(memory: MemoryPort, bound: RunContext) -> tuple[BaseTool, ...]:
+def _make_memory_tools(memory: MemoryPort, bound: RunIdentity) -> tuple[BaseTool, ...]:
     async def remember_memory(
         content: str,
         replaces: str | None = None,
         *,
-        runtime: ToolRuntime[RunContext | None, Any],
+        runtime: ToolRuntime[RunIdentity | None, Any],
     ) -> str:
         identity = _identity(runtime, bound)
         if identity is None or identity.worker_id is None:
@@ -169,7 +169,7 @@ def _make_memory_tools(memory: MemoryPort, bound: RunContext) -> tuple[BaseTool,
         query: str,
         limit: int = 5,
         *,
-        runtime: ToolRuntime[RunContext | None, Any],
+        runtime: ToolRuntime[RunIdentity | None, Any],
     ) -> str:
         identity = _identity(runtime, bound)
         if identity is None:
@@ -187,7 +187,7 @@ def _make_memory_tools(memory: MemoryPort, bound: RunContext) -> tuple[BaseTool,
         limit: int = 20,
         include_tools: bool = False,
         *,
-        runtime: ToolRuntime[RunContext | None, Any],
+        runtime: ToolRuntime[RunIdentity | None, Any],
     ) -> str:
         identity = _identity(runtime, bound)
         if identity is None:
@@ -243,7 +243,7 @@ def _make_memory_tools(memory: MemoryPort, bound: RunContext) -> tuple[BaseTool,
 async def create_memory_middleware(
     *,
     memory: MemoryPort,
-    context: RunContext,
+    context: RunIdentity,
     on_snapshot: Callable[[MemorySnapshot], Awaitable[None]] | None = None,
 ) -> YuxiMemoryMiddleware | None:
     """Build the memory middleware for one new run, or ``None`` when memory is off.

@@ -2,7 +2,7 @@
 
 ``run_subagent(task, runtime)`` runs the SubAgent graph in a persisted child thread and returns
 its final answer; this module only builds the model-facing tool around it. Delegation is only
-for top-level runs (a complete :class:`RunContext` with a ``worker_id``): a SubAgent cannot
+for top-level runs (a complete :class:`RunIdentity` with a ``worker_id``): a SubAgent cannot
 delegate further.
 """
 
@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphBubbleUp
 
 from yuxi.agents._common import error_result
-from yuxi.agents.context import RunContext, trusted_context
+from yuxi.agents.context import RunIdentity, trusted_context
 
 __all__ = ["DELEGATE_TOOL_NAME", "TASK_MAX_BYTES", "RunSubagent", "make_delegate_tool"]
 
@@ -31,7 +31,7 @@ RunSubagent = Callable[[str, ToolRuntime[Any, Any]], Awaitable[str]]
 
 def make_delegate_tool(run_subagent: RunSubagent) -> BaseTool:
     async def delegate_to_subagent(
-        task: str, *, runtime: ToolRuntime[RunContext | None, Any]
+        task: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
     ) -> str:
         if trusted_context(runtime.context, require_worker=True) is None:
             return error_result("unauthorized_run", "only a top-level run may delegate")

@@ -22,7 +22,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from yuxi.agents._common import compact_json, cut_to_char_boundary, error_result
 from yuxi.agents._ports import MemoryPort
-from yuxi.agents.context import RunContext, trusted_context
+from yuxi.agents.context import RunIdentity, trusted_context
 from yuxi.errors import YuxiError
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, split_relative_path
 
@@ -71,7 +71,7 @@ class _Bound:
         self.memory = memory
         self.allow_memory_file = allow_memory_file and memory is not None
 
-    def identity(self, runtime: object) -> RunContext | None:
+    def identity(self, runtime: object) -> RunIdentity | None:
         context = trusted_context(getattr(runtime, "context", None), require_worker=False)
         if context is None or context.uid != self.workspace.uid:
             return None
@@ -103,7 +103,7 @@ class _NotText(Exception):
 
 def _read_tool(bound: _Bound) -> BaseTool:
     async def read_workspace_file(
-        path: str, *, runtime: ToolRuntime[RunContext | None, Any]
+        path: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
     ) -> str:
         if bound.identity(runtime) is None:
             return error_result("unauthorized_run", _UNAUTHORIZED)
@@ -154,7 +154,7 @@ async def _write(bound: _Bound, uid: str, path: str, is_memory: bool, data: byte
 
 def _write_tool(bound: _Bound) -> BaseTool:
     async def write_workspace_file(
-        path: str, content: str, *, runtime: ToolRuntime[RunContext | None, Any]
+        path: str, content: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
     ) -> str:
         identity = bound.identity(runtime)
         if identity is None:
@@ -190,7 +190,7 @@ def _write_tool(bound: _Bound) -> BaseTool:
 
 def _edit_tool(bound: _Bound) -> BaseTool:
     async def edit_workspace_file(
-        path: str, old: str, new: str, *, runtime: ToolRuntime[RunContext | None, Any]
+        path: str, old: str, new: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
     ) -> str:
         identity = bound.identity(runtime)
         if identity is None:

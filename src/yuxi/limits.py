@@ -1,0 +1,58 @@
+"""Every size and count limit of Yuxi, in one table. Sizes are UTF-8 bytes unless named ``CHARS``.
+
+A limit is defined here once and imported by the module that enforces it; tests import the same
+names to probe each boundary (n accepted, n + 1 refused). ``docs/architecture.md`` lists which
+module enforces which limit.
+"""
+
+from __future__ import annotations
+
+KIB = 1024
+
+# -- long-term memory (MEMORY.md) ---------------------------------------------------------------
+#: ``remember_memory(content=…)``, stored stripped.
+MEMORY_CONTENT_MAX_BYTES = 4 * KIB
+#: ``remember_memory(replaces=…)``, kept exactly.
+MEMORY_REPLACES_MAX_BYTES = 4 * KIB
+#: The whole file, for every writer (the tool, the file API, the generic file tools).
+MEMORY_FILE_MAX_BYTES = 128 * KIB
+#: What one run injects into the system prompt (cut on a character boundary, with a note).
+MEMORY_PROMPT_MAX_BYTES = 24 * KIB
+
+# -- shared agent context (AGENTS.md, USER.md) --------------------------------------------------
+CONTEXT_FILE_MAX_BYTES = 64 * KIB
+
+# -- history lookback tools ---------------------------------------------------------------------
+SEARCH_QUERY_MAX_CHARS = 256
+SEARCH_MAX_ITEMS = 10
+SEARCH_SNIPPET_BYTES = 512
+SEARCH_RESPONSE_BYTES = 16 * KIB
+READ_MAX_MESSAGES = 20
+READ_MESSAGE_BYTES = 8 * KIB
+READ_CONTENTS_BYTES = 32 * KIB
+READ_RESPONSE_BYTES = 64 * KIB
+TOOLS_MAX_ITEMS = 10
+TOOL_ITEM_BYTES = 4 * KIB
+TOOLS_TOTAL_BYTES = 16 * KIB
+#: A thread title inside search items and read responses.
+TITLE_BYTES = 256
+THREAD_ID_MAX_CHARS = 64
+
+# -- runs ---------------------------------------------------------------------------------------
+#: A user message (``POST /threads/{id}/runs``, agent calls).
+RUN_INPUT_MAX_BYTES = 32 * KIB
+REQUEST_ID_MAX_CHARS = 128
+#: A task handed to a SubAgent.
+SUBAGENT_TASK_MAX_BYTES = 8 * KIB
+#: The text of a ``tool_end`` event (the full output stays in the ToolCall row).
+EVENT_TEXT_BYTES = 4 * KIB
+#: A run identity value (uid, thread, run, request, worker token).
+IDENTITY_VALUE_MAX_CHARS = 256
+
+# -- workspace files ----------------------------------------------------------------------------
+#: ``read_workspace_file`` returns at most this much.
+TOOL_READ_MAX_BYTES = 64 * KIB
+#: ``write_workspace_file`` / ``edit_workspace_file`` results.
+TOOL_WRITE_MAX_BYTES = 1024 * KIB
+#: The workspace file API (request bodies and reads).
+FILE_API_MAX_BYTES = 1024 * KIB

@@ -1,0 +1,80 @@
+"""The unit of work: one database transaction and the repositories that work inside it.
+
+Services are the only code that opens one; repositories never commit. Usage::
+
+    async with self._uow() as uow:
+        run = await uow.runs.get_owned(uid, run_id)
+        await uow.events.append(run.id, "run_status", {"status": "cancelled"})
+        await uow.commit()
+
+Leaving the block without :meth:`UnitOfWork.commit` rolls back (a read-only block needs no
+commit). A transaction-scoped advisory lock taken inside (``pg_advisory_xact_lock``) is held
+until the block commits or rolls back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Self
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from yuxi.repositories.agent_run_repository import AgentRunRepository
+from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.repositories.run_event_repository import RunEventRepository
+from yuxi.repositories.user_repository import UserRepository
+
+__all__ = ["UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
+
+
+class UnitOfWork:
+    users: UserRepository
+    runs: AgentRunRepository
+    conversations: ConversationRepository
+    events: RunEventRepository
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+        self._session: AsyncSession | None = None
+        self._committed = False
+
+    async def __aenter__(self) -> Self:
+        session = self._sessions()
+        self._session = session
+        self._committed = False
+        self.users = UserRepository(session)
+        self.runs = AgentRunRepository(session)
+        self.conversations = ConversationRepository(session)
+        self.events = RunEventRepository(session)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        session = self._session
+        self._session = None
+        if session is None:
+            return
+        try:
+            if not self._committed:
+                await session.rollback()
+        finally:
+            await session.close()
+
+    async def commit(self) -> None:
+        """Commit everything done in this block. Once committed, the block is over."""
+        if self._session is None:
+            raise RuntimeError("commit() outside 'async with'")
+        await self._session.commit()
+        self._committed = True
+
+
+UnitOfWorkFactory = Callable[[], UnitOfWork]
+
+
+def unit_of_work_factory(sessions: async_sessionmaker[AsyncSession]) -> UnitOfWorkFactory:
+    return lambda: UnitOfWork(sessions)

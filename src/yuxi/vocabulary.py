@@ -1,0 +1,33 @@
+"""The closed sets of names the database, the services, the API and the UI share.
+
+Defined once here; ``yuxi.db.models`` turns them into CHECK constraints, the services and the API
+test membership against them. The web UI mirrors the run status sets in
+``web/static/vocabulary.js`` (the only other copy; ``tests/unit/test_vocabulary.py`` compares them).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- runs ---------------------------------------------------------------------------------------
+RUN_TYPES: Final = ("chat", "resume", "subagent")
+#: Run types a worker claims (SubAgent runs execute inside their parent's worker).
+CLAIMABLE_RUN_TYPES: Final = ("chat", "resume")
+#: Run types whose live, leased run may write MEMORY.md.
+MEMORY_WRITE_RUN_TYPES: Final = ("chat", "resume")
+
+RUN_STATUSES: Final = ("pending", "running", "completed", "failed", "cancelled", "interrupted")
+#: At most one run per thread is in one of these (a partial unique index).
+ACTIVE_RUN_STATUSES: Final = ("pending", "running")
+#: A run in one of these will not change any more (``interrupted`` waits for a *new* resume run).
+SETTLED_RUN_STATUSES: Final = ("completed", "failed", "cancelled", "interrupted")
+
+# -- conversations ------------------------------------------------------------------------------
+CONVERSATION_STATUSES: Final = ("active", "archived", "deleted")
+CONVERSATION_SOURCES: Final = ("chat", "agent_call", "agent_evaluation")
+#: Sources that history lookback never sees.
+HIDDEN_SOURCES: Final = ("agent_call", "agent_evaluation")
+MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
+
+# -- tool calls ---------------------------------------------------------------------------------
+TOOL_CALL_STATUSES: Final = ("pending", "success", "error")
