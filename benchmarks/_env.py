@@ -26,7 +26,8 @@ from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.db.engine import libpq_url, sqlalchemy_url
 from yuxi.db.migrate import upgrade_sync
-from yuxi.services.memory_service import MemoryService
+from yuxi.services.lookback_service import LookbackService
+from yuxi.services.unit_of_work import unit_of_work_factory
 from yuxi.settings import Settings
 
 ENV_URL = "YUXI_BENCH_DATABASE_URL"
@@ -83,8 +84,8 @@ class BenchEnv:
     info: dict[str, Any] = field(default_factory=dict)
     _engines: list[AsyncEngine] = field(default_factory=list)
 
-    def memory_service(self, *, extra_options: str = "", pool_size: int = 5) -> MemoryService:
-        """A MemoryService on its own engine (same options as the app's, plus ``extra``)."""
+    def lookback_service(self, *, extra_options: str = "", pool_size: int = 5) -> LookbackService:
+        """A LookbackService on its own engine (same options as the app's, plus ``extra``)."""
         engine = create_async_engine(
             sqlalchemy_url(self.database_url),
             pool_size=pool_size,
@@ -94,7 +95,7 @@ class BenchEnv:
         )
         self._engines.append(engine)
         sessions = async_sessionmaker(engine, expire_on_commit=False)
-        return MemoryService(sessions, self.container.workspace_root, self.container.workspace)
+        return LookbackService(unit_of_work_factory(sessions))
 
     def sync_connect(self, **kwargs: Any) -> psycopg.Connection[Any]:
         return psycopg.connect(self.database_url, **kwargs)

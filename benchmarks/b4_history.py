@@ -15,7 +15,7 @@ and, interleaved round-robin inside a phase, two engines:
 * ``custom_plan`` — the same code on an engine with ``plan_cache_mode=force_custom_plan``, so
   every execution is planned for its actual values (a candidate fix).
 
-Query kinds (all through ``MemoryService``, i.e. the whole tool path): search hit for a common
+Query kinds (all through ``LookbackService``, i.e. the whole tool path): search hit for a common
 word (English / 2-character Chinese), search for a rare needle only in the heavy user's three
 oldest messages (a hit that needs a deep scan), search miss (English / 2-character Chinese),
 read of the latest window and of a window anchored in the middle of a long thread.
@@ -32,7 +32,7 @@ import psycopg
 from sqlalchemy.dialects import postgresql
 
 from yuxi.repositories._history_queries import search_statement
-from yuxi.services.memory_service import MemoryService
+from yuxi.services.lookback_service import LookbackService
 
 from ._env import BenchEnv
 from ._runner import interleave
@@ -181,7 +181,7 @@ def explain_search(url: str, uid: str, query: str) -> dict[str, Any]:
 
 
 def _op(
-    memory: MemoryService,
+    memory: LookbackService,
     kind: str,
     uid: str,
     thread_id: str,
@@ -212,7 +212,7 @@ def _op(
 
 async def _measure_phase(
     env: BenchEnv,
-    services: dict[str, MemoryService],
+    services: dict[str, LookbackService],
     gen: HistoryGenerator,
     *,
     rounds: int,
@@ -271,8 +271,8 @@ async def run_b4(
     progress: bool = True,
 ) -> dict[str, Any]:
     services = {
-        "shipped": env.container.memory,
-        "custom_plan": env.memory_service(extra_options="-c plan_cache_mode=force_custom_plan"),
+        "shipped": env.container.services.lookback,
+        "custom_plan": env.lookback_service(extra_options="-c plan_cache_mode=force_custom_plan"),
     }
     conn = psycopg.connect(env.database_url)
     admin = psycopg.connect(env.database_url, autocommit=True)

@@ -67,7 +67,8 @@ def _history(url: str, uid: str) -> list[dict[str, str]]:
 
 async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dict[str, Any]:
     c = env.container
-    memory = c.memory
+    memory = c.services.memory
+    lookback = c.services.lookback
 
     def load() -> str:
         with psycopg.connect(env.database_url) as conn:
@@ -84,7 +85,7 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
     agent_input = await build_agent_input_context(
         workspace=workspace, identity=ctx, base_prompt=CHAT_SYSTEM_PROMPT
     )
-    middleware = await create_memory_middleware(memory=memory, context=ctx)
+    middleware = await create_memory_middleware(memory=memory, lookback=lookback, context=ctx)
     assert middleware is not None
     system_ours = f"{agent_input.system_prompt}\n\n{render_memory_block(middleware.snapshot.text)}"
     workspace_tools = _tools_json(make_workspace_tools(workspace=workspace, memory=memory))
@@ -98,11 +99,11 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
         workspace_tools + memory_tools
     )
 
-    search = await memory.search_thread_messages(uid=uid, query=TERMS["common_en"], limit=5)
+    search = await lookback.search_thread_messages(uid=uid, query=TERMS["common_en"], limit=5)
     items = search.get("items", [])
     read: dict[str, Any] = {}
     if items:
-        read = await memory.read_thread_messages(
+        read = await lookback.read_thread_messages(
             uid=uid, thread_id=items[0]["thread_id"], message_id=items[0]["message_id"]
         )
     search_bytes = len(compact_json(search).encode("utf-8"))

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.db.engine import create_engine, create_session_factory, libpq_url
 from yuxi.services.chat_service import ChatService
+from yuxi.services.lookback_service import LookbackService
 from yuxi.services.memory_service import MemoryService
 from yuxi.services.unit_of_work import UnitOfWorkFactory, unit_of_work_factory
 from yuxi.settings import Settings, load_settings
@@ -28,6 +29,7 @@ class Services:
 
     chat: ChatService
     memory: MemoryService
+    lookback: LookbackService
 
 
 @dataclass
@@ -85,6 +87,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     services = Services(
         chat=ChatService(sessions),
         memory=MemoryService(sessions, root, workspaces),
+        lookback=LookbackService(uow),
     )
     return Container(
         settings=settings,

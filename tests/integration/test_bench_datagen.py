@@ -51,7 +51,7 @@ async def test_generate_small_history_is_searchable_and_readable(
     assert data.big_thread_id in data.heavy_visible_thread_ids
     assert data.anchor_message_id is not None
 
-    memory = container.memory
+    memory = container.services.lookback
     uid = data.heavy_uid
     for term in ("rare_en", "rare_cjk"):
         found = await memory.search_thread_messages(uid=uid, query=TERMS[term], limit=10)

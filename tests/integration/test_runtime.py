@@ -136,7 +136,9 @@ async def test_delegation_child_thread_is_hidden_from_history(
             )
         ).all()
     assert [(r[0], r[1], r[2]) for r in sub] == [("subagent", "completed", None)]
-    found = await container.memory.search_thread_messages(uid=uid, query="CHILDMARK-7f3a")
+    found = await container.services.lookback.search_thread_messages(
+        uid=uid, query="CHILDMARK-7f3a"
+    )
     # The parent thread's own user message matches; the child thread never does.
     assert {item["thread_id"] for item in found["items"]} == {thread}
 

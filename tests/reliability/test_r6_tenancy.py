@@ -109,7 +109,7 @@ async def _victim(server: LiveServer, container: Container, n: int) -> Victim:
     v.memory_sha = hashlib.sha256(memory_file(container, uid).read_bytes()).hexdigest()
     assert m1 in memory_file(container, uid).read_text()
     assert all(m[len(PREFIX) + 8 :] in own for m in v.markers)
-    found = await container.memory.search_thread_messages(uid=uid, query=m2[:10])
+    found = await container.services.lookback.search_thread_messages(uid=uid, query=m2[:10])
     assert m2 in json.dumps(found), found
     return v
 
@@ -195,7 +195,7 @@ async def _probe(
             resp = await a.client.get("/api/v1/workspace/files/agents/MEMORY.md")
             p.check("http own memory", resp.text, resp.status_code == 200, "", listing=True)
     else:  # the history tools, called with foreign ids and marker prefixes
-        memory = container.memory
+        memory = container.services.lookback
         choice = rng.randrange(5)
         if choice == 0:
             result = await memory.read_thread_messages(

@@ -1,4 +1,4 @@
-"""The slice of :class:`~yuxi.services.memory_service.MemoryService` the agent layer uses.
+"""The slices of the memory and lookback services the agent layer uses.
 
 Graphs, middleware and tools accept anything with these coroutines, so unit tests can pass a
 recording fake; production passes the real :class:`MemoryService` (checked statically below).
@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from yuxi.services.memory_service import MemorySnapshot
 
 if TYPE_CHECKING:
+    from yuxi.services.lookback_service import LookbackService
     from yuxi.services.memory_service import MemoryService
 
-__all__ = ["MemoryPort"]
+__all__ = ["LookbackPort", "MemoryPort"]
 
 
 class MemoryPort(Protocol):
@@ -31,6 +32,14 @@ class MemoryPort(Protocol):
         replaces: object = None,
     ) -> dict[str, Any]: ...
 
+    async def read_memory_file(self, uid: str) -> tuple[bytes, str]: ...
+
+    async def write_memory_file(
+        self, uid: str, data: bytes, *, if_match: str | None = None
+    ) -> str: ...
+
+
+class LookbackPort(Protocol):
     async def search_thread_messages(
         self, *, uid: str, query: object, limit: object = 5
     ) -> dict[str, Any]: ...
@@ -45,14 +54,11 @@ class MemoryPort(Protocol):
         include_tools: object = False,
     ) -> dict[str, Any]: ...
 
-    async def read_memory_file(self, uid: str) -> tuple[bytes, str]: ...
-
-    async def write_memory_file(
-        self, uid: str, data: bytes, *, if_match: str | None = None
-    ) -> str: ...
-
 
 if TYPE_CHECKING:
+
+    def _lookback_service_is_a_port(service: LookbackService) -> LookbackPort:
+        return service
 
     def _memory_service_is_a_port(service: MemoryService) -> MemoryPort:
         return service

@@ -34,6 +34,7 @@ from yuxi.db.models import AgentRun
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.runtime.persistence import LeaseLost, RunRecorder
+from yuxi.services.lookback_service import LookbackService
 from yuxi.services.memory_service import MemoryService, MemorySnapshot
 from yuxi.workspace.filesystem import Workspace
 
@@ -52,6 +53,7 @@ TOKEN_FLUSH_CHARS = 200
 class RunDeps:
     sessions: async_sessionmaker[AsyncSession]
     memory: MemoryService
+    lookback: LookbackService
     model: BaseChatModel
     checkpointer: Any
     workspace_for: Any  # Callable[[str], Workspace]
@@ -114,6 +116,7 @@ class RunExecutor:
             graph = await build_chatbot_graph(
                 model=self.deps.model,
                 memory=self.deps.memory,
+                lookback=self.deps.lookback,
                 workspace=workspace,
                 context=ctx,
                 system_prompt=agent_input.system_prompt,

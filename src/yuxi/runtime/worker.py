@@ -153,7 +153,8 @@ async def open_run_deps(container: Container) -> AsyncIterator[RunDeps]:
     async with open_checkpointer(container.database_url) as checkpointer:
         yield RunDeps(
             sessions=container.session_factory,
-            memory=container.memory,
+            memory=container.services.memory,
+            lookback=container.services.lookback,
             model=build_chat_model(container.settings),
             checkpointer=checkpointer,
             workspace_for=container.workspace,

@@ -1,7 +1,7 @@
-"""User-level long-term memory: the read side, the one write tool, user edits, history lookback.
+"""User-level long-term memory: the read side, the one write tool, user edits.
 
-Owner of ``load_memory_prompt``, ``remember_memory``, ``search_thread_messages`` and
-``read_thread_messages`` (DESIGN.md §2). Every public coroutine of :class:`MemoryService` that a
+Owner of ``load_memory_prompt`` and ``remember_memory`` (DESIGN.md §2); the history tools are
+:mod:`yuxi.services.lookback_service`. Every public coroutine of :class:`MemoryService` that a
 tool calls returns a structured result and never raises for an expected failure: the model is
 told, the run goes on, and the file is untouched.
 """
@@ -22,13 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from yuxi.errors import (
     InvalidArgument,
-    NotFound,
     PreconditionFailed,
     WorkspaceError,
     WorkspaceFileNotFound,
 )
 from yuxi.repositories.agent_run_repository import AgentRunRepository
-from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.user_repository import UserRepository
 from yuxi.services._memory_lock import memory_file_lock
 from yuxi.services._memory_text import (
@@ -43,6 +41,7 @@ from yuxi.services._memory_text import (
     decode_memory_file,
     encode_result,
 )
+from yuxi.services._tool_args import tool_error
 from yuxi.utils.string_utils import is_valid_text
 from yuxi.workspace.filesystem import Workspace, etag_for
 
@@ -52,12 +51,7 @@ MEMORY_PATH = Workspace.MEMORY_PATH
 MEMORY_DISPLAY_PATH = "/" + MEMORY_PATH
 PROMPT_MAX_BYTES = 24 * 1024
 PROMPT_TRUNCATION_NOTE = "\n…[memory truncated: only the first 24 KiB of MEMORY.md is shown]"
-SEARCH_QUERY_MAX_CHARS = 256
 IDENTITY_FIELDS = ("uid", "thread_id", "run_id", "request_id", "worker_id")
-
-
-def tool_error(code: str, message: str) -> dict[str, Any]:
-    return {"status": "error", "code": code, "error": message}
 
 
 @dataclass(frozen=True)
@@ -300,90 +294,6 @@ class MemoryService:
                             "MEMORY.md changed since you loaded it; reload and re-apply your edit"
                         )
                 yield workspace
-
-    # -- history lookback ---------------------------------------------------------------------
-
-    async def search_thread_messages(
-        self, *, uid: str, query: object, limit: object = 5
-    ) -> dict[str, Any]:
-        if not isinstance(uid, str) or not uid or not is_valid_text(uid):
-            return tool_error("unauthorized_run", "no trusted user identity")
-        if not isinstance(query, str):
-            return tool_error("invalid_argument", "query must be a string")
-        try:
-            query.encode("utf-8")
-        except UnicodeEncodeError:
-            return tool_error("invalid_argument", "query is not valid Unicode (lone surrogate)")
-        q = query.strip()
-        if "\x00" in q:
-            return tool_error("invalid_argument", "query must not contain NUL characters")
-        if not 1 <= len(q) <= SEARCH_QUERY_MAX_CHARS:
-            return tool_error(
-                "invalid_argument",
-                f"query must be 1..{SEARCH_QUERY_MAX_CHARS} characters after stripping",
-            )
-        n = _int_arg(limit, "limit", 1, 10)
-        if isinstance(n, dict):
-            return n
-        try:
-            async with self._sessions() as session, session.begin():
-                if not await UserRepository(session).memory_enabled(uid):
-                    return tool_error("memory_disabled", "memory is turned off for this user")
-                result = await ConversationRepository(session).search_messages(uid, q, n)
-        except SQLAlchemyError as exc:
-            _log.warning("search_thread_messages failed: %r", exc)
-            return tool_error("storage_unavailable", "history is unavailable right now")
-        return result
-
-    async def read_thread_messages(
-        self,
-        *,
-        uid: str,
-        thread_id: object,
-        message_id: object = None,
-        limit: object = 20,
-        include_tools: object = False,
-    ) -> dict[str, Any]:
-        if not isinstance(uid, str) or not uid or not is_valid_text(uid):
-            return tool_error("unauthorized_run", "no trusted user identity")
-        if not isinstance(thread_id, str) or not thread_id.strip() or len(thread_id) > 64:
-            return tool_error("invalid_argument", "thread_id must be a non-empty thread id")
-        anchor: int | None = None
-        if message_id is not None:
-            parsed = _int_arg(message_id, "message_id", 1, 2**63 - 1)
-            if isinstance(parsed, dict):
-                return parsed
-            anchor = parsed
-        n = _int_arg(limit, "limit", 1, 20)
-        if isinstance(n, dict):
-            return n
-        if not isinstance(include_tools, bool):
-            return tool_error("invalid_argument", "include_tools must be true or false")
-        try:
-            async with self._sessions() as session, session.begin():
-                if not await UserRepository(session).memory_enabled(uid):
-                    return tool_error("memory_disabled", "memory is turned off for this user")
-                result = await ConversationRepository(session).read_messages(
-                    uid, thread_id.strip(), message_id=anchor, limit=n, include_tools=include_tools
-                )
-        except NotFound as exc:
-            return tool_error("not_found", exc.message)
-        except SQLAlchemyError as exc:
-            _log.warning("read_thread_messages failed: %r", exc)
-            return tool_error("storage_unavailable", "history is unavailable right now")
-        return result
-
-
-def _int_arg(value: object, name: str, low: int, high: int) -> int | dict[str, Any]:
-    # bool is an int subclass; "true" is not a limit.
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 19:
-            value = int(value.strip())
-        else:
-            return tool_error("invalid_argument", f"{name} must be an integer {low}..{high}")
-    if not low <= value <= high:
-        return tool_error("invalid_argument", f"{name} must be between {low} and {high}")
-    return value
 
 
 def _etag_list(header: str) -> set[str]:

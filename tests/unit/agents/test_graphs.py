@@ -45,6 +45,7 @@ async def _chatbot(
     return await build_chatbot_graph(
         model=model,
         memory=memory,
+        lookback=memory,
         workspace=ws,
         context=CTX,
         system_prompt=agent_input.system_prompt,
@@ -359,6 +360,7 @@ async def test_subagent_never_sees_memory_in_any_prompt(tmp_path: Path) -> None:
 
 async def test_subagent_state_stays_out_of_the_parent_checkpoint(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
+    fake = FakeMemory(ws)
     saver = InMemorySaver()
 
     async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> str:
@@ -369,7 +371,8 @@ async def test_subagent_state_stays_out_of_the_parent_checkpoint(tmp_path: Path)
 
     graph = await build_chatbot_graph(
         model=CapturingModel(),
-        memory=FakeMemory(ws),
+        memory=fake,
+        lookback=fake,
         workspace=ws,
         context=CTX,
         system_prompt="base",

@@ -66,7 +66,7 @@ def _setup(tmp_path: Path, memory_text: str | None, *, enabled: bool = True) -> 
 
 
 async def _middleware(memory: FakeMemory) -> YuxiMemoryMiddleware:
-    mw = await create_memory_middleware(memory=memory, context=CTX)
+    mw = await create_memory_middleware(memory=memory, lookback=memory, context=CTX)
     assert mw is not None
     return mw
 
@@ -114,7 +114,9 @@ async def test_switch_off_returns_none_without_reading_the_file(tmp_path: Path) 
     async def on_snapshot(snapshot: MemorySnapshot) -> None:
         reported.append(snapshot)
 
-    mw = await create_memory_middleware(memory=memory, context=CTX, on_snapshot=on_snapshot)
+    mw = await create_memory_middleware(
+        memory=memory, lookback=memory, context=CTX, on_snapshot=on_snapshot
+    )
 
     assert mw is None
     assert memory.calls == [("load_memory_snapshot", {"uid": CTX.uid})]
@@ -124,11 +126,11 @@ async def test_switch_off_returns_none_without_reading_the_file(tmp_path: Path) 
 
 async def test_switch_is_requeried_for_every_new_run(tmp_path: Path) -> None:
     memory = _setup(tmp_path, "tea")
-    assert await create_memory_middleware(memory=memory, context=CTX) is not None
+    assert await create_memory_middleware(memory=memory, lookback=memory, context=CTX) is not None
     memory.enabled = False
-    assert await create_memory_middleware(memory=memory, context=CTX) is None
+    assert await create_memory_middleware(memory=memory, lookback=memory, context=CTX) is None
     memory.enabled = True
-    assert await create_memory_middleware(memory=memory, context=CTX) is not None
+    assert await create_memory_middleware(memory=memory, lookback=memory, context=CTX) is not None
     assert len(memory.calls_to("load_memory_snapshot")) == 3
 
 
@@ -139,7 +141,9 @@ async def test_snapshot_is_reported_once_with_hash_and_size(tmp_path: Path) -> N
     async def on_snapshot(snapshot: MemorySnapshot) -> None:
         reported.append(snapshot)
 
-    mw = await create_memory_middleware(memory=memory, context=CTX, on_snapshot=on_snapshot)
+    mw = await create_memory_middleware(
+        memory=memory, lookback=memory, context=CTX, on_snapshot=on_snapshot
+    )
     assert mw is not None
     await _final_system_prompt(mw)
     await _final_system_prompt(mw)

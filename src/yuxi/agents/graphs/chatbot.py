@@ -18,7 +18,7 @@ from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from yuxi.agents._ports import MemoryPort
+from yuxi.agents._ports import LookbackPort, MemoryPort
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.middlewares.memory import create_memory_middleware
 from yuxi.agents.tools.workspace_tools import SENSITIVE_TOOLS, make_workspace_tools
@@ -39,6 +39,7 @@ async def build_chatbot_graph(
     *,
     model: BaseChatModel,
     memory: MemoryPort,
+    lookback: LookbackPort,
     workspace: Workspace,
     context: RunIdentity,
     system_prompt: str,
@@ -56,7 +57,7 @@ async def build_chatbot_graph(
     if workspace.uid != context.uid:
         raise ValueError("the workspace does not belong to the run's user")
     memory_middleware = await create_memory_middleware(
-        memory=memory, context=context, on_snapshot=on_snapshot
+        memory=memory, lookback=lookback, context=context, on_snapshot=on_snapshot
     )
     tools: list[BaseTool] = make_workspace_tools(
         workspace=workspace, memory=memory, allow_memory_file=memory_middleware is not None

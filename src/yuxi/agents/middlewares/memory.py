@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from yuxi.agents._common import compact_json, error_result
-from yuxi.agents._ports import MemoryPort
+from yuxi.agents._ports import LookbackPort, MemoryPort
 from yuxi.agents.context import RunIdentity, trusted_context
 from yuxi.services.memory_service import MemorySnapshot
 
@@ -138,7 +138,9 @@ def _identity(runtime: object, bound: RunIdentity) -> RunIdentity | None:
     return context
 
 
-def _make_memory_tools(memory: MemoryPort, bound: RunIdentity) -> tuple[BaseTool, ...]:
+def _make_memory_tools(
+    memory: MemoryPort, lookback: LookbackPort, bound: RunIdentity
+) -> tuple[BaseTool, ...]:
     async def remember_memory(
         content: str,
         replaces: str | None = None,
@@ -175,7 +177,9 @@ def _make_memory_tools(memory: MemoryPort, bound: RunIdentity) -> tuple[BaseTool
         if identity is None:
             return error_result("unauthorized_run", _UNAUTHORIZED)
         try:
-            result = await memory.search_thread_messages(uid=identity.uid, query=query, limit=limit)
+            result = await lookback.search_thread_messages(
+                uid=identity.uid, query=query, limit=limit
+            )
         except Exception:
             _log.exception("search_thread_messages failed unexpectedly")
             return error_result("storage_unavailable", "history is unavailable right now")
@@ -193,7 +197,7 @@ def _make_memory_tools(memory: MemoryPort, bound: RunIdentity) -> tuple[BaseTool
         if identity is None:
             return error_result("unauthorized_run", _UNAUTHORIZED)
         try:
-            result = await memory.read_thread_messages(
+            result = await lookback.read_thread_messages(
                 uid=identity.uid,
                 thread_id=thread_id,
                 message_id=message_id,
@@ -243,6 +247,7 @@ def _make_memory_tools(memory: MemoryPort, bound: RunIdentity) -> tuple[BaseTool
 async def create_memory_middleware(
     *,
     memory: MemoryPort,
+    lookback: LookbackPort,
     context: RunIdentity,
     on_snapshot: Callable[[MemorySnapshot], Awaitable[None]] | None = None,
 ) -> YuxiMemoryMiddleware | None:
@@ -257,4 +262,6 @@ async def create_memory_middleware(
         return None
     if on_snapshot is not None:
         await on_snapshot(snapshot)
-    return YuxiMemoryMiddleware(snapshot=snapshot, tools=_make_memory_tools(memory, context))
+    return YuxiMemoryMiddleware(
+        snapshot=snapshot, tools=_make_memory_tools(memory, lookback, context)
+    )
