@@ -380,5 +380,15 @@ async def test_history_tool_cards_come_from_the_thread_view_without_replaying_ru
     await ui.shot("history-from-thread-view")
 
     assert [u for u in requests if "/events" in u] == [], requests
+
+    # the one store is read-only outside its actions (the same module instance as the app's)
+    refused = await page.evaluate(
+        """async () => {
+          const { state } = await import('./static/state.js');
+          try { state.threadId = 'elsewhere'; } catch (e) { return [e.name, state.threadId]; }
+          return ['written', state.threadId];
+        }"""
+    )
+    assert refused == ["TypeError", detail["thread_id"]], refused
     await api.aclose()
     ui.assert_clean()
