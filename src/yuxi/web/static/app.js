@@ -63,10 +63,18 @@ function wireDom() {
   });
 }
 
+/** The first render of everything the store drives; later ones follow its changes. */
+function renderAll() {
+  renderThreads();
+  updateComposer();
+  renderMemorySwitch();
+  renderMemoryPanel();
+}
+
 function start() {
   wireModules();
   wireDom();
-  updateComposer();
+  renderAll();
   // A token in the address bar (the login link `make run` prints) is taken once and removed
   // from the URL and the history entry at once.
   const params = new URLSearchParams(location.search);
