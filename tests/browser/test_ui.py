@@ -323,3 +323,72 @@ async def test_stream_reconnects_with_last_event_id_and_text_is_escaped(
         {"id": "7", "event": "x", "data": "cr"},
     ], json.dumps(frames)
     ui.assert_clean()
+
+
+async def test_history_tool_cards_come_from_the_thread_view_without_replaying_runs(
+    live_server: LiveServer, container: Container, ui: UI
+) -> None:
+    _, token = await create_user_with_token(container, "dave")
+    page = ui.page
+    api = live_server.client(token)
+    assert (await api.put("/api/v1/me/config", json={"enable_memory": True})).status_code == 200
+
+    await page.goto(f"{live_server.base_url}/?token={token}")
+    await expect(page.get_by_test_id("user-name")).to_have_text("dave")
+    await send(page, "remember: I like green tea")
+    await expect(tool_event(page, "remember_memory")).to_have_attribute("data-status", "success")
+    await wait_idle(page)
+    await send(page, "read file: notes/missing.md")
+    await expect(tool_event(page, "read_workspace_file")).to_have_attribute("data-status", "error")
+    await wait_idle(page)
+    await ui.shot("live")
+
+    # reload: the history is drawn from GET /threads/{id} alone, no run's events are replayed
+    requests: list[str] = []
+    page.on("request", lambda req: requests.append(req.url))
+    async with page.expect_response(
+        lambda r: "/api/v1/threads/" in r.url and r.request.method == "GET"
+    ) as thread_view:
+        await page.reload()
+    await expect(page.get_by_test_id("transcript")).to_have_attribute("data-ready", "true")
+    detail = await (await thread_view.value).json()
+    calls = [c for m in detail["messages"] for c in m["tool_calls"]]
+    assert [(c["name"], c["status"]) for c in calls] == [
+        ("remember_memory", "success"),
+        ("read_workspace_file", "error"),
+    ]
+
+    remembered = tool_event(page, "remember_memory")
+    await expect(remembered).to_have_count(1)
+    await expect(remembered).to_have_attribute("data-status", "success")
+    await expect(remembered.get_by_test_id("tool-name")).to_have_text("remember_memory")
+    await expect(remembered.get_by_test_id("tool-status")).to_have_text("success")
+    await expect(remembered.get_by_test_id("tool-args")).to_contain_text("I like green tea")
+    await remembered.get_by_test_id("tool-result").locator("summary").click()
+    await expect(remembered.get_by_test_id("tool-result-text")).to_contain_text(
+        '"status": "updated"'
+    )
+    failed = tool_event(page, "read_workspace_file")
+    await expect(failed).to_have_count(1)
+    await expect(failed).to_have_attribute("data-status", "error")
+    await expect(failed.get_by_test_id("tool-status")).to_have_text("error")
+    await expect(failed.get_by_test_id("tool-args")).to_contain_text("notes/missing.md")
+    await expect(failed.get_by_test_id("tool-error")).to_be_visible()
+    # tool results live in their cards, not in bubbles of their own: 2 user + 2 replies
+    await expect(page.locator('[data-testid="message"]')).to_have_count(4)
+    await expect(page.locator('[data-testid="message"][data-role="tool"]')).to_have_count(0)
+    await ui.shot("history-from-thread-view")
+
+    assert [u for u in requests if "/events" in u] == [], requests
+
+    # the one store is read-only outside its actions (the same module instance as the app's)
+    refused = await page.evaluate(
+        """async () => {
+          const { state } = await import('./static/state.js');
+          try { state.threadId = 'elsewhere'; } catch (e) { return [e.name, state.threadId]; }
+          return ['written', state.threadId];
+        }"""
+    )
+    assert refused == ["TypeError", detail["thread_id"]], refused
+    await api.aclose()
+    ui.assert_clean()

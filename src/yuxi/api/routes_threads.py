@@ -5,12 +5,23 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from yuxi.api.deps import ChatDep, ContainerDep, UidDep
-from yuxi.api.schemas import MessageView, ThreadCreate, ThreadDetail, ThreadList, ThreadView
-from yuxi.db.models import Conversation
+from yuxi.api.schemas import (
+    MessageView,
+    ThreadCreate,
+    ThreadDetail,
+    ThreadList,
+    ThreadView,
+    ToolCallView,
+)
+from yuxi.db.models import Conversation, ToolCall
 from yuxi.errors import NotFound
 from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.utils.string_utils import truncate_utf8
 
 router = APIRouter(prefix="/api/v1/threads", tags=["threads"])
+
+#: A tool call's stored output is shown cut to this many UTF-8 bytes (as in ``tool_end`` events).
+TOOL_RESULT_VIEW_BYTES = 4096
 
 
 def thread_view(c: Conversation) -> ThreadView:
@@ -21,6 +32,20 @@ def thread_view(c: Conversation) -> ThreadView:
         source=c.source,
         created_at=c.created_at.isoformat(),
         updated_at=c.updated_at.isoformat(),
+    )
+
+
+def tool_call_view(t: ToolCall) -> ToolCallView:
+    result, truncated = (None, False)
+    if t.output is not None:
+        result, truncated = truncate_utf8(t.output, TOOL_RESULT_VIEW_BYTES)
+    return ToolCallView(
+        tool_call_id=t.tool_call_id,
+        name=t.name,
+        args=t.input,
+        status=t.status,
+        result=result,
+        truncated=truncated,
     )
 
 
@@ -51,6 +76,9 @@ async def get_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> Th
         if conversation is None or conversation.status == "deleted":
             raise NotFound("thread not found")
         messages = await repo.list_messages(conversation.id)
+        tool_calls = await repo.list_tool_calls(
+            [m.id for m in messages if m.message_type == "tool_call"]
+        )
     return ThreadDetail(
         **thread_view(conversation).model_dump(),
         messages=[
@@ -61,6 +89,7 @@ async def get_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> Th
                 content=m.content,
                 run_id=m.run_id,
                 created_at=m.created_at.isoformat(),
+                tool_calls=[tool_call_view(t) for t in tool_calls.get(m.id, [])],
             )
             for m in messages
         ],

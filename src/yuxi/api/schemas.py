@@ -53,6 +53,17 @@ class ThreadList(BaseModel):
     threads: list[ThreadView]
 
 
+class ToolCallView(BaseModel):
+    """A tool call of a ``tool_call`` message; ``result`` is its output cut to 4096 UTF-8 bytes."""
+
+    tool_call_id: str
+    name: str
+    args: Any
+    status: Literal["pending", "success", "error"]
+    result: str | None
+    truncated: bool
+
+
 class MessageView(BaseModel):
     message_id: int
     role: str
@@ -60,6 +71,7 @@ class MessageView(BaseModel):
     content: str
     run_id: str | None
     created_at: str
+    tool_calls: list[ToolCallView] = []
 
 
 class ThreadDetail(ThreadView):

@@ -284,6 +284,21 @@ class ConversationRepository:
         rows.reverse()
         return rows
 
+    async def list_tool_calls(self, message_ids: Sequence[int]) -> dict[int, list[ToolCall]]:
+        """The tool calls of the given messages, in one query, grouped by message id (by id).
+
+        For the owner's API view: the caller passes ids from ``list_messages`` of a thread it
+        has already checked ownership of.
+        """
+        ids = list(dict.fromkeys(message_ids))
+        if not ids:
+            return {}
+        stmt = select(ToolCall).where(ToolCall.message_id.in_(ids)).order_by(ToolCall.id)
+        grouped: dict[int, list[ToolCall]] = {}
+        for call in (await self.session.execute(stmt)).scalars():
+            grouped.setdefault(call.message_id, []).append(call)
+        return grouped
+
     # -- history lookback: search -------------------------------------------------------------
 
     async def search_messages(self, uid: str, query: str, limit: int) -> dict[str, Any]:

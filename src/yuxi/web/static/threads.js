@@ -1,0 +1,162 @@
+// The thread list (new / archive / delete) and opening a thread: its history from the thread
+// view (tool calls included), then its live run, if any, over SSE.
+
+import { api, ApiError, describe, runPath, threadPath } from './api.js';
+import { showApproval } from './approvals.js';
+import { showError } from './banner.js';
+import { $, el, formatTime } from './dom.js';
+import { followRun, stopFollowing } from './run.js';
+import { addThread, isCurrentView, openThread, removeThread, setThreads, state } from './state.js';
+import { markPending, renderHistory, runError, scrollToBottom, showPlaceholder } from './transcript.js';
+import { ACTIVE } from './vocabulary.js';
+
+export async function loadThreads() {
+  try {
+    const body = await api('GET', '/threads');
+    setThreads(body.threads || []);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return;
+    showError(`Could not load your threads: ${describe(err)}`);
+  }
+}
+
+/** The sidebar and the chat header; re-rendered whenever the threads or the open one change. */
+export function renderThreads() {
+  const items = state.threads.map((t) => el('li', {},
+    el('button', {
+      type: 'button',
+      class: 'thread-item',
+      'data-testid': 'thread-item',
+      'data-thread-id': t.thread_id,
+      'aria-current': t.thread_id === state.threadId ? 'true' : null,
+      title: t.title || 'New thread',
+      onclick: () => { if (t.thread_id !== state.threadId) selectThread(t.thread_id); },
+    },
+    el('span', { class: 'thread-name', 'data-testid': 'thread-title-text' }, t.title || 'New thread'),
+    el('time', { class: 'thread-time', datetime: t.updated_at }, formatTime(t.updated_at)))));
+  $('thread-list').replaceChildren(...items);
+  $('thread-empty').hidden = state.threads.length > 0;
+  const current = state.threads.find((t) => t.thread_id === state.threadId);
+  $('thread-title').textContent = current ? (current.title || 'New thread') : 'New conversation';
+  $('archive-thread').hidden = !current;
+  $('delete-thread').hidden = !current;
+}
+
+export function showEmptyConversation() {
+  stopFollowing();
+  openThread(null);
+  showPlaceholder(
+    el('p', { class: 'empty-title' }, 'Start a conversation'),
+    el('p', { class: 'muted' },
+      'Try “remember: I drink oolong tea”, “what do you remember?” or “write file notes/a.md: hi”.'));
+}
+
+export async function createThread() {
+  const thread = await api('POST', '/threads', { json: {} });
+  addThread(thread);
+  return thread;
+}
+
+export async function onNewThread() {
+  const button = $('new-thread');
+  button.disabled = true;
+  try {
+    const thread = await createThread();
+    await selectThread(thread.thread_id);
+    $('message-input').focus();
+  } catch (err) {
+    showError(`Could not create a thread: ${describe(err)}`);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+export async function selectThread(threadId) {
+  stopFollowing();
+  const gen = openThread(threadId);
+  history.replaceState(null, '', `#thread=${encodeURIComponent(threadId)}`);
+  const transcript = $('transcript');
+  transcript.replaceChildren(el('p', { class: 'muted loading' }, 'Loading…'));
+  transcript.dataset.ready = 'false';
+  let detail;
+  try {
+    detail = await api('GET', threadPath(threadId));
+  } catch (err) {
+    if (!isCurrentView(gen)) return;
+    if (err instanceof ApiError && err.status === 404) {
+      removeThread(threadId);
+      showEmptyConversation();
+      showError('That thread no longer exists.');
+    } else {
+      transcript.replaceChildren();
+      showError(`Could not load the thread: ${describe(err)}`);
+    }
+    return;
+  }
+  if (!isCurrentView(gen)) return;
+  await showHistory(detail.messages || [], gen);
+}
+
+/** Reload the open thread (e.g. after a conflict told us our view is stale). */
+export function reloadThread() {
+  if (state.threadId) selectThread(state.threadId);
+}
+
+/**
+ * Render the stored messages, then deal with the thread's last run: follow it live when it is
+ * still active, show its approval card when it is interrupted, its error when it failed.
+ */
+async function showHistory(messages, gen) {
+  const lastRunId = [...messages].reverse().find((m) => m.run_id)?.run_id || null;
+  let lastRun = null;
+  if (lastRunId) {
+    try {
+      lastRun = await api('GET', runPath(lastRunId));
+    } catch {
+      lastRun = null;
+    }
+  }
+  if (!isCurrentView(gen)) return;
+  const live = lastRun && ACTIVE.has(lastRun.status) ? lastRun.run_id : null;
+  const open = new Set();
+  if (lastRun?.status === 'interrupted') open.add(lastRun.run_id);
+  if (live && lastRun.created_by_run_id) open.add(lastRun.created_by_run_id);
+
+  const transcript = $('transcript');
+  renderHistory(messages, { live, open });
+  transcript.dataset.ready = 'true';
+  if (lastRun?.status === 'interrupted') {
+    markPending(lastRun.run_id);
+    showApproval(lastRun.run_id, lastRun.output?.interrupt);
+  } else if (lastRun?.status === 'failed') {
+    transcript.append(runError(lastRun.error));
+  }
+  scrollToBottom(true);
+  if (live) followRun(live);
+}
+
+export async function onArchive() {
+  const id = state.threadId;
+  if (!id) return;
+  try {
+    await api('POST', threadPath(id, '/archive'));
+    removeThread(id);
+    showEmptyConversation();
+  } catch (err) {
+    showError(`Could not archive the thread: ${describe(err)}`);
+  }
+}
+
+export async function onDelete() {
+  const id = state.threadId;
+  if (!id) return;
+  const title = state.threads.find((t) => t.thread_id === id)?.title || 'this thread';
+  if (!window.confirm(`Delete “${title}”? This cannot be undone.`)) return;
+  try {
+    await api('DELETE', threadPath(id));
+    removeThread(id);
+    showEmptyConversation();
+  } catch (err) {
+    showError(`Could not delete the thread: ${describe(err)}`);
+  }
+}

@@ -1,0 +1,159 @@
+// The transcript: message bubbles, tool cards, run errors, and a thread's stored history.
+// Rendering only: no fetching, no state changes.
+
+import { $, el, parseJson, pretty, prettyText } from './dom.js';
+import { TOOL_STATUS_TEXT } from './vocabulary.js';
+
+export function isNearBottom() {
+  const t = $('transcript');
+  return t.scrollHeight - t.scrollTop - t.clientHeight < 80;
+}
+
+export function scrollToBottom(force = false) {
+  const t = $('transcript');
+  if (force || isNearBottom()) t.scrollTop = t.scrollHeight;
+}
+
+export function appendToTranscript(node) {
+  const stick = isNearBottom();
+  const t = $('transcript');
+  t.querySelector('[data-testid="empty-transcript"]')?.remove();
+  t.append(node);
+  if (stick) scrollToBottom(true);
+  return node;
+}
+
+export function showPlaceholder(...paragraphs) {
+  $('transcript').replaceChildren(el('div', { class: 'empty', 'data-testid': 'empty-transcript' },
+    ...paragraphs));
+}
+
+export function messageBubble(role, text, { runId, note = false, streaming = false } = {}) {
+  const bodyId = role === 'assistant' && !note ? 'assistant-reply' : 'message-text';
+  const body = el('div', { class: 'bubble-text', 'data-testid': bodyId }, text);
+  return el('div', {
+    class: `message ${role}${note ? ' note' : ''}`,
+    'data-testid': 'message',
+    'data-role': role,
+    'data-run-id': runId,
+    'data-streaming': streaming ? 'true' : null,
+  },
+  el('div', { class: 'bubble-role' }, role === 'user' ? 'You' : 'Yuxi'),
+  body);
+}
+
+/** A tool card, running until `finishToolCard` (or `setToolStatus`) says otherwise. */
+export function toolCard(start, runId, { withArgs = true } = {}) {
+  const name = String(start.name || 'tool');
+  return el('div', {
+    class: 'tool-event',
+    'data-testid': 'tool-event',
+    'data-tool-name': name,
+    'data-tool-call-id': start.tool_call_id || '',
+    'data-status': 'running',
+    'data-run-id': runId,
+  },
+  el('div', { class: 'tool-head' },
+    el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'),
+    el('span', { class: 'tool-label' }, 'Tool'),
+    el('code', { class: 'tool-name', 'data-testid': 'tool-name' }, name),
+    el('span', { class: 'spacer' }),
+    el('span', { class: 'tool-status', 'data-testid': 'tool-status' }, TOOL_STATUS_TEXT.running)),
+  withArgs ? el('div', { class: 'tool-section-label' }, 'Arguments') : null,
+  withArgs ? el('pre', { class: 'tool-args', 'data-testid': 'tool-args' }, pretty(start.args ?? {})) : null);
+}
+
+export function setToolStatus(card, status) {
+  card.dataset.status = status;
+  card.querySelector('[data-testid="tool-status"]').textContent = TOOL_STATUS_TEXT[status] || status;
+}
+
+/** The newest card of a tool call in the open transcript (the call may be an earlier run's). */
+function findToolCard(toolCallId) {
+  if (!toolCallId) return null;
+  const cards = $('transcript').querySelectorAll(
+    `[data-testid="tool-event"][data-tool-call-id="${CSS.escape(toolCallId)}"]`);
+  return cards.length ? cards[cards.length - 1] : null;
+}
+
+/** The error text of a failed tool: a JSON error's message when there is one (display only). */
+function errorText(result) {
+  const parsed = parseJson(result);
+  const message = parsed && typeof parsed === 'object'
+    ? parsed.error || parsed.message || parsed.code
+    : result;
+  return String(message || 'The tool reported an error.');
+}
+
+/**
+ * Show a tool call's outcome on `card`. `end` is {status, result, truncated} as the server
+ * reports it (a `tool_end` event or a thread view's tool call): the status is taken as given.
+ */
+export function showToolResult(card, end) {
+  const status = end.status === 'error' ? 'error' : 'success';
+  setToolStatus(card, status);
+  card.querySelector('[data-testid="tool-error"]')?.remove();
+  card.querySelector('[data-testid="tool-result"]')?.remove();
+  if (status === 'error') {
+    card.append(el('p', { class: 'tool-error', 'data-testid': 'tool-error' }, errorText(end.result)));
+  }
+  card.append(el('details', { class: 'tool-result', 'data-testid': 'tool-result' },
+    el('summary', {}, 'Result', end.truncated ? ' (truncated)' : ''),
+    el('pre', { 'data-testid': 'tool-result-text' }, prettyText(end.result ?? ''))));
+  return card;
+}
+
+/** A live `tool_end`: complete the card started earlier (possibly by another run). */
+export function finishToolCard(end, runId) {
+  let card = findToolCard(end.tool_call_id);
+  if (!card) {
+    card = appendToTranscript(toolCard({ tool_call_id: end.tool_call_id, name: end.name }, runId,
+      { withArgs: false }));
+  }
+  return showToolResult(card, end);
+}
+
+/** Tool cards of an interrupted run that did not run yet wait for the user's decision. */
+export function markPending(runId) {
+  for (const card of $('transcript').querySelectorAll('[data-testid="tool-event"]')) {
+    if (card.dataset.runId === runId && card.dataset.status === 'running') {
+      setToolStatus(card, 'pending');
+    }
+  }
+}
+
+export function runError(error) {
+  const text = error?.message || error?.code || 'The run failed.';
+  return el('div', { class: 'run-error', 'data-testid': 'run-error', role: 'alert' },
+    el('strong', {}, 'Run failed: '), String(text));
+}
+
+/**
+ * Render a thread's stored messages, tool cards included (each tool-calling message carries its
+ * tool calls with their status and result). Messages of the `live` run are left out: that run is
+ * followed over SSE. Tool results are not bubbles of their own: they show in their tool card.
+ * A call still pending stays `running` when its run is in `open` (the interrupted run, whose
+ * cards `markPending` marks next, or the one a live run resumes) and is `unfinished` otherwise.
+ */
+export function renderHistory(messages, { live = null, open = new Set() } = {}) {
+  const transcript = $('transcript');
+  transcript.replaceChildren();
+  for (const m of messages) {
+    if (live && m.run_id === live && m.role !== 'user') continue; // re-rendered live
+    if (m.message_type === 'text' && (m.role === 'user' || m.role === 'assistant')) {
+      transcript.append(messageBubble(m.role, m.content, { runId: m.run_id }));
+    } else if (m.message_type === 'tool_call') {
+      if (m.content && m.content.trim()) {
+        transcript.append(messageBubble('assistant', m.content, { runId: m.run_id, note: true }));
+      }
+      for (const call of m.tool_calls || []) {
+        const card = transcript.appendChild(toolCard(call, m.run_id));
+        if (call.status === 'success' || call.status === 'error') showToolResult(card, call);
+        else if (!open.has(m.run_id)) setToolStatus(card, 'unfinished');
+      }
+    }
+  }
+  if (!messages.length) {
+    showPlaceholder(el('p', { class: 'muted' }, 'No messages yet. Say something below.'));
+  }
+}

@@ -1,0 +1,29 @@
+// The words the UI shares with the server, each defined once.
+
+export const API = 'api/v1';
+export const TOKEN_KEY = 'yuxi.token';
+export const MEMORY_PATH = 'agents/MEMORY.md';
+
+/** Run statuses: a settled run never changes again; an active one may still produce events. */
+export const SETTLED = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
+export const ACTIVE = new Set(['pending', 'running']);
+
+/** What the status bar says while a run is active (or waiting). */
+export const RUN_STATUS_TEXT = {
+  pending: 'Waiting for a worker…',
+  running: 'Thinking…',
+  interrupted: 'Waiting for your approval',
+};
+
+/**
+ * Tool card statuses. The server's tool call statuses are pending / success / error; on a card,
+ * `running` is a call under way, `pending` one awaiting approval and `unfinished` one whose run
+ * settled without running it.
+ */
+export const TOOL_STATUS_TEXT = {
+  running: 'running…',
+  pending: 'awaiting approval',
+  unfinished: 'not run',
+  success: 'success',
+  error: 'error',
+};
