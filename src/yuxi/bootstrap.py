@@ -17,6 +17,8 @@ from yuxi.db.engine import create_engine, create_session_factory, libpq_url
 from yuxi.services.chat_service import ChatService
 from yuxi.services.memory_service import MemoryService
 from yuxi.services.unit_of_work import UnitOfWorkFactory, unit_of_work_factory
+from yuxi.services.user_service import UserService
+from yuxi.services.workspace_file_service import WorkspaceFileService
 from yuxi.settings import Settings, load_settings
 from yuxi.workspace.filesystem import Workspace
 
@@ -28,6 +30,8 @@ class Services:
 
     chat: ChatService
     memory: MemoryService
+    users: UserService
+    files: WorkspaceFileService
 
 
 @dataclass
@@ -82,9 +86,12 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     def workspaces(uid: str) -> Workspace:
         return Workspace(root, uid)
 
+    memory = MemoryService(sessions, root, workspaces)
     services = Services(
-        chat=ChatService(sessions),
-        memory=MemoryService(sessions, root, workspaces),
+        chat=ChatService(uow),
+        memory=memory,
+        users=UserService(uow, workspaces),
+        files=WorkspaceFileService(workspaces, memory),
     )
     return Container(
         settings=settings,

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from yuxi.api.deps import ChatDep, ContainerDep, UidDep
+from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.api.schemas import MessageView, ThreadCreate, ThreadDetail, ThreadList, ThreadView
-from yuxi.db.models import Conversation
-from yuxi.errors import NotFound
-from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.services.chat_service import ThreadSummary
 
 router = APIRouter(prefix="/api/v1/threads", tags=["threads"])
 
 
-def thread_view(c: Conversation) -> ThreadView:
+def thread_view(c: ThreadSummary) -> ThreadView:
     return ThreadView(
         thread_id=c.thread_id,
         title=c.title,
@@ -25,34 +23,26 @@ def thread_view(c: Conversation) -> ThreadView:
 
 
 @router.post("", response_model=ThreadView, status_code=201)
-async def create_thread(body: ThreadCreate, uid: UidDep, chat: ChatDep) -> ThreadView:
-    return thread_view(await chat.create_thread(uid, title=body.title))
+async def create_thread(body: ThreadCreate, uid: UidDep, services: ServicesDep) -> ThreadView:
+    return thread_view(await services.chat.create_thread(uid, title=body.title))
 
 
 @router.get("", response_model=ThreadList)
 async def list_threads(
     uid: UidDep,
-    container: ContainerDep,
+    services: ServicesDep,
     include_archived: bool = False,
     limit: int = Query(default=50, ge=1, le=200),
 ) -> ThreadList:
-    async with container.session_factory() as session:
-        rows = await ConversationRepository(session).list_conversations(
-            uid, include_archived=include_archived, limit=limit
-        )
+    rows = await services.chat.list_threads(uid, include_archived=include_archived, limit=limit)
     return ThreadList(threads=[thread_view(c) for c in rows])
 
 
 @router.get("/{thread_id}", response_model=ThreadDetail)
-async def get_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> ThreadDetail:
-    async with container.session_factory() as session:
-        repo = ConversationRepository(session)
-        conversation = await repo.get_owned(uid, thread_id)
-        if conversation is None or conversation.status == "deleted":
-            raise NotFound("thread not found")
-        messages = await repo.list_messages(conversation.id)
+async def get_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> ThreadDetail:
+    thread = await services.chat.get_thread(uid, thread_id)
     return ThreadDetail(
-        **thread_view(conversation).model_dump(),
+        **thread_view(thread.thread).model_dump(),
         messages=[
             MessageView(
                 message_id=m.id,
@@ -62,40 +52,21 @@ async def get_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> Th
                 run_id=m.run_id,
                 created_at=m.created_at.isoformat(),
             )
-            for m in messages
+            for m in thread.messages
         ],
     )
 
 
-async def _set_status(container: ContainerDep, uid: str, thread_id: str, status: str) -> None:
-    async with container.session_factory() as session, session.begin():
-        repo = ConversationRepository(session)
-        conversation = await repo.get_owned(uid, thread_id)
-        if conversation is None or conversation.status == "deleted":
-            raise NotFound("thread not found")
-        await repo.set_status(uid, thread_id, status)
-
-
 @router.post("/{thread_id}/archive", response_model=ThreadView)
-async def archive_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> ThreadView:
-    await _set_status(container, uid, thread_id, "archived")
-    return await _view(container, uid, thread_id)
+async def archive_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> ThreadView:
+    return thread_view(await services.chat.archive_thread(uid, thread_id))
 
 
 @router.post("/{thread_id}/unarchive", response_model=ThreadView)
-async def unarchive_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> ThreadView:
-    await _set_status(container, uid, thread_id, "active")
-    return await _view(container, uid, thread_id)
+async def unarchive_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> ThreadView:
+    return thread_view(await services.chat.unarchive_thread(uid, thread_id))
 
 
 @router.delete("/{thread_id}", status_code=204)
-async def delete_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> None:
-    await _set_status(container, uid, thread_id, "deleted")
-
-
-async def _view(container: ContainerDep, uid: str, thread_id: str) -> ThreadView:
-    async with container.session_factory() as session:
-        conversation = await ConversationRepository(session).get_owned(uid, thread_id)
-    if conversation is None:
-        raise NotFound("thread not found")
-    return thread_view(conversation)
+async def delete_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> None:
+    await services.chat.delete_thread(uid, thread_id)
