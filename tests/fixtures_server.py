@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from yuxi.bootstrap import Container
-from yuxi.repositories.user_repository import UserRepository
 from yuxi.settings import Settings
 
 
@@ -82,8 +81,5 @@ def live_server(settings: Settings, tmp_path: Path) -> Iterator[LiveServer]:
 
 
 async def create_user_with_token(container: Container, name: str) -> tuple[str, str]:
-    async with container.session_factory() as session, session.begin():
-        repo = UserRepository(session)
-        user = await repo.create_user(name)
-        token = await repo.add_token(user.uid)
-    return user.uid, token
+    created = await container.services.users.create_user(name)
+    return created.uid, created.token

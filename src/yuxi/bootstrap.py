@@ -18,6 +18,8 @@ from yuxi.services.chat_service import ChatService
 from yuxi.services.lookback_service import LookbackService
 from yuxi.services.memory_service import MemoryService
 from yuxi.services.unit_of_work import UnitOfWorkFactory, unit_of_work_factory
+from yuxi.services.user_service import UserService
+from yuxi.services.workspace_file_service import WorkspaceFileService
 from yuxi.settings import Settings, load_settings
 from yuxi.workspace.filesystem import Workspace
 
@@ -30,6 +32,8 @@ class Services:
     chat: ChatService
     memory: MemoryService
     lookback: LookbackService
+    users: UserService
+    files: WorkspaceFileService
 
 
 @dataclass
@@ -84,10 +88,13 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     def workspaces(uid: str) -> Workspace:
         return Workspace(root, uid)
 
+    memory = MemoryService(sessions, root, workspaces)
     services = Services(
-        chat=ChatService(sessions),
-        memory=MemoryService(sessions, root, workspaces),
+        chat=ChatService(uow),
+        memory=memory,
         lookback=LookbackService(uow),
+        users=UserService(uow, workspaces),
+        files=WorkspaceFileService(workspaces, memory),
     )
     return Container(
         settings=settings,

@@ -67,18 +67,13 @@ def db_stop() -> None:
 @users_app.command("create")
 def users_create(name: str) -> None:
     """Create a user and print a new API token (shown once)."""
-    from yuxi.repositories.user_repository import UserRepository
+    from yuxi.services.user_service import IssuedToken
 
-    async def create(c: Container) -> tuple[str, str]:
-        async with c.session_factory() as session, session.begin():
-            repo = UserRepository(session)
-            user = await repo.create_user(name)
-            token = await repo.add_token(user.uid)
-        await c.workspace(user.uid).ensure_user_workspace()
-        return user.uid, token
+    async def create(c: Container) -> IssuedToken:
+        return await c.services.users.create_user(name)
 
-    uid, token = _with_container(create, migrate=True)
-    typer.echo(f"uid:   {uid}\ntoken: {token}")
+    created = _with_container(create, migrate=True)
+    typer.echo(f"uid:   {created.uid}\ntoken: {created.token}")
 
 
 async def _serve(container: Container, *, host: str, port: int, banner: str = "") -> None:
@@ -141,7 +136,7 @@ def eval_run(
     import json
 
     from yuxi.runtime.worker import run_workers
-    from yuxi.services.chat_service import ChatService
+    from yuxi.vocabulary import ACTIVE_RUN_STATUSES
 
     cases = []
     for number, line in enumerate(file.read_text("utf-8").splitlines(), start=1):
@@ -155,7 +150,7 @@ def eval_run(
             cases.append((number, case))
 
     async def main(c: Container) -> int:
-        chat = ChatService(c.session_factory)
+        chat = c.services.chat
         stop = asyncio.Event()
         pool = asyncio.create_task(run_workers(c, 2, stop))
         failures = 0
@@ -164,7 +159,7 @@ def eval_run(
             for number, case in cases:
                 run, _ = await chat.submit_agent_call(uid, case["input"], source="agent_evaluation")
                 deadline = asyncio.get_running_loop().time() + timeout
-                while run.status in ("pending", "running"):
+                while run.status in ACTIVE_RUN_STATUSES:
                     if asyncio.get_running_loop().time() > deadline:
                         break
                     await asyncio.sleep(0.1)
@@ -202,21 +197,16 @@ DEMO_UID = "demo"
 @app.command("run")
 def run() -> None:
     """Development run: embedded PostgreSQL, migrations, a demo user, then the server."""
-    from yuxi.repositories.user_repository import UserRepository
-
     settings = load_settings()
 
     async def main() -> None:
         container = await bootstrap(settings, migrate=True)
         try:
-            async with container.session_factory() as session, session.begin():
-                repo = UserRepository(session)
-                if await repo.get(DEMO_UID) is None:
-                    await repo.create_user("Demo user", uid=DEMO_UID)
-                token = await repo.add_token(DEMO_UID, label="make run")
-            await container.workspace(DEMO_UID).ensure_user_workspace()
+            demo = await container.services.users.issue_token(
+                DEMO_UID, name="Demo user", label="make run"
+            )
             where = "embedded PostgreSQL" if container.embedded else "external PostgreSQL"
-            url = f"http://{settings.host}:{settings.port}/?token={token}"
+            url = f"http://{settings.host}:{settings.port}/?token={demo.token}"
             banner = (
                 f"Yuxi Memory on {where}; migrations applied; demo user '{DEMO_UID}'.\n"
                 f"Open: {url}\n"

@@ -12,7 +12,6 @@ from yuxi.bootstrap import Container
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.runtime.persistence import LeaseLost, RunRecorder
 from yuxi.runtime.worker import Worker, open_run_deps
-from yuxi.services.chat_service import ChatService
 from yuxi.workspace.filesystem import Workspace
 
 from .factories import make_user, memory_file, set_memory, sha256_of, sql
@@ -25,7 +24,7 @@ async def worker(container: Container) -> AsyncIterator[Worker]:
 
 
 async def _run(container: Container, worker: Worker, uid: str, thread_id: str, text: str):  # type: ignore[no-untyped-def]
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     run, _ = await chat.submit(uid, thread_id, text)
     assert await worker.run_once()
     done = await chat.get_run(uid, run.id)
@@ -41,7 +40,7 @@ async def test_remember_then_recall_in_a_new_thread_then_switch_off(
     container: Container, worker: Worker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     uid = await make_user(container, memory=True)
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     thread_a = (await chat.create_thread(uid)).thread_id
     run_a, events_a = await _run(container, worker, uid, thread_a, "remember: I drink oolong tea")
     assert run_a.status == "completed", run_a.error_message
@@ -81,7 +80,7 @@ async def test_dead_worker_is_reconciled_and_its_late_writes_refused(
     container: Container, worker: Worker
 ) -> None:
     uid = await make_user(container)
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await chat.submit(uid, thread, "remember: from the dead")
     async with container.session_factory() as s, s.begin():
@@ -120,7 +119,7 @@ async def test_delegation_child_thread_is_hidden_from_history(
     container: Container, worker: Worker
 ) -> None:
     uid = await make_user(container)
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, events = await _run(container, worker, uid, thread, "delegate: CHILDMARK-7f3a summarize")
     assert run.status == "completed", run.error_message
@@ -147,7 +146,7 @@ async def test_approval_interrupt_then_resume_on_the_same_thread(
     container: Container, worker: Worker
 ) -> None:
     uid = await make_user(container)
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, events = await _run(container, worker, uid, thread, "write file notes/todo.md: buy 茶")
     assert run.status == "interrupted", run.error_message
@@ -167,7 +166,7 @@ async def test_approval_interrupt_then_resume_on_the_same_thread(
 
 async def test_rejected_approval_writes_nothing(container: Container, worker: Worker) -> None:
     uid = await make_user(container)
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await _run(container, worker, uid, thread, "write file x.md: nope")
     assert run.status == "interrupted"
@@ -183,7 +182,7 @@ async def test_new_message_while_awaiting_approval_is_refused(
     from yuxi.errors import Conflict
 
     uid = await make_user(container)
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await _run(container, worker, uid, thread, "write file y.md: wait")
     assert run.status == "interrupted"
@@ -206,7 +205,7 @@ async def test_heartbeat_keeps_a_long_run_alive(
 
     monkeypatch.setattr(RunExecutor, "execute", slow)
     uid = await make_user(container)
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await chat.submit(uid, thread, "hello slow")
     async with open_run_deps(container) as deps:
@@ -235,7 +234,7 @@ async def test_a_worker_that_loses_its_lease_stops_and_cannot_finish(
 
     monkeypatch.setattr(RunExecutor, "execute", stalls)
     uid = await make_user(container)
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await chat.submit(uid, thread, "hello")
     async with open_run_deps(container) as deps:
@@ -249,7 +248,7 @@ async def test_a_worker_that_loses_its_lease_stops_and_cannot_finish(
 
 async def test_cancel_a_pending_run(container: Container, worker: Worker) -> None:
     uid = await make_user(container)
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await chat.submit(uid, thread, "never runs")
     cancelled = await chat.cancel(uid, run.id)

@@ -38,7 +38,6 @@ from yuxi.db.models import AgentRun, RunEvent
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.runtime.persistence import LeaseLost, RunRecorder
 from yuxi.runtime.worker import Worker, open_run_deps
-from yuxi.services.chat_service import ChatService
 
 from .support import ROOT, TIMEOUT, report, scale
 
@@ -138,7 +137,7 @@ def _status_events(events: list[RunEvent]) -> Counter[str]:
 async def _crash_round(
     container: Container, tmp: Path, variant: str, round_no: int, stats: Counter[str]
 ) -> None:
-    chat = ChatService(container.session_factory)
+    chat = container.services.chat
     victim = await make_user(container, name=f"r3-victim-{round_no}")
     other = await make_user(container, name=f"r3-queued-{round_no}")
     first = _start_worker(container, tmp / f"w1-{variant}-{round_no}.log", count=1)

@@ -1,4 +1,4 @@
-"""Request dependencies: the container and the caller's uid (from the Bearer token)."""
+"""Request dependencies: the container's services and the caller's uid (from the Bearer token)."""
 
 from __future__ import annotations
 
@@ -7,39 +7,25 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from yuxi.bootstrap import Container
+from yuxi.bootstrap import Services
 from yuxi.errors import Unauthorized
-from yuxi.repositories.user_repository import UserRepository
-from yuxi.services.chat_service import ChatService
 
 _bearer = HTTPBearer(auto_error=False)
 
 
-def get_container(request: Request) -> Container:
-    container: Container = request.app.state.container
-    return container
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.container.services
+    return services
 
 
 async def get_uid(
-    container: Annotated[Container, Depends(get_container)],
+    services: Annotated[Services, Depends(get_services)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise Unauthorized("missing bearer token")
-    token = credentials.credentials
-    if len(token) > 256 or not token.isascii():
-        raise Unauthorized("invalid token")
-    async with container.session_factory() as session:
-        uid = await UserRepository(session).uid_for_token(token)
-    if uid is None:
-        raise Unauthorized("invalid token")
-    return uid
+    return await services.users.authenticate(credentials.credentials)
 
 
-def get_chat(container: Annotated[Container, Depends(get_container)]) -> ChatService:
-    return ChatService(container.session_factory)
-
-
-ContainerDep = Annotated[Container, Depends(get_container)]
+ServicesDep = Annotated[Services, Depends(get_services)]
 UidDep = Annotated[str, Depends(get_uid)]
-ChatDep = Annotated[ChatService, Depends(get_chat)]

@@ -17,6 +17,8 @@ from yuxi.errors import YuxiError
 
 _log = logging.getLogger(__name__)
 
+#: Every ``YuxiError`` code that is not 400. A code missing here falls back to its nearest
+#: base class's status (``PreconditionFailed`` would be a ``Conflict``), then to 400.
 STATUS_BY_CODE = {
     "invalid_argument": 400,
     "unsafe_path": 400,
@@ -32,7 +34,28 @@ STATUS_BY_CODE = {
     "file_too_large": 413,
     "storage_unavailable": 503,
     "configuration_error": 500,
+    # ToolError codes are told to the model, never sent by a route; should one ever escape a
+    # service into a request, it still gets an honest status.
+    "tool_error": 400,
+    "unauthorized_run": 403,
+    "memory_disabled": 409,
+    "memory_conflict": 409,
+    "memory_too_large": 413,
+    "memory_invalid_encoding": 400,
+    "forbidden_path": 403,
+    "not_text": 400,
+    "edit_conflict": 409,
+    "subagent_failed": 500,
 }
+
+
+def status_for(exc: YuxiError) -> int:
+    """The HTTP status of a Yuxi error: its code's, else its nearest base class's, else 400."""
+    for code in (exc.code, *(getattr(cls, "code", None) for cls in type(exc).__mro__)):
+        if isinstance(code, str) and code in STATUS_BY_CODE:
+            return STATUS_BY_CODE[code]
+    return 400
+
 
 HTTP_CODES = {
     400: "bad_request",
@@ -58,7 +81,7 @@ def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(YuxiError)
     async def _yuxi(_: Request, exc: YuxiError) -> JSONResponse:
-        status = STATUS_BY_CODE.get(exc.code, 400)
+        status = status_for(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
         return JSONResponse(error_body(exc.code, exc.message), status_code=status, headers=headers)
 

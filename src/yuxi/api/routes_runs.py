@@ -10,24 +10,32 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from sse_starlette.sse import EventSourceResponse
 
-from yuxi.api.deps import ChatDep, UidDep
+from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.api.schemas import ResumeBody, RunCreate, RunList, RunView
-from yuxi.db.models import AgentRun
-from yuxi.services.chat_service import ChatService, run_view
+from yuxi.services.chat_service import ChatService, RunSummary, run_view
+from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
-SETTLED = ("completed", "failed", "cancelled", "interrupted")
 WAIT_SECONDS = 120.0
 POLL_SECONDS = 0.1
 
 
-async def _settle(chat: ChatService, uid: str, run: AgentRun, wait: bool) -> RunView:
+def _body(run: RunSummary) -> RunView:
+    return RunView.model_validate(run, from_attributes=True)
+
+
+async def _settle(chat: ChatService, uid: str, run: RunSummary, wait: bool) -> RunView:
+    """The run now, or (``wait``) once it has settled or ``WAIT_SECONDS`` have passed."""
     deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
-    while wait and run.status not in SETTLED and asyncio.get_running_loop().time() < deadline:
+    while (
+        wait
+        and run.status not in SETTLED_RUN_STATUSES
+        and asyncio.get_running_loop().time() < deadline
+    ):
         await asyncio.sleep(POLL_SECONDS)
-        run = await chat.get_run(uid, run.id)
-    return RunView(**run_view(run))
+        run = run_view(await chat.get_run(uid, run.run_id))
+    return _body(run)
 
 
 @router.post("/threads/{thread_id}/runs", response_model=RunView, status_code=202)
@@ -35,36 +43,38 @@ async def start_run(
     thread_id: str,
     body: RunCreate,
     uid: UidDep,
-    chat: ChatDep,
+    services: ServicesDep,
     response: Response,
     wait: bool = False,
 ) -> RunView:
-    run, created = await chat.submit(uid, thread_id, body.input, request_id=body.request_id)
-    view = await _settle(chat, uid, run, wait)
-    response.status_code = 200 if view.status in SETTLED else (202 if created else 200)
+    run, created = await services.chat.submit(
+        uid, thread_id, body.input, request_id=body.request_id
+    )
+    view = await _settle(services.chat, uid, run_view(run), wait)
+    response.status_code = 200 if view.status in SETTLED_RUN_STATUSES else (202 if created else 200)
     return view
 
 
 @router.get("/threads/{thread_id}/runs", response_model=RunList)
-async def list_thread_runs(thread_id: str, uid: UidDep, chat: ChatDep) -> RunList:
+async def list_thread_runs(thread_id: str, uid: UidDep, services: ServicesDep) -> RunList:
     """The thread's top-level runs, oldest first."""
-    runs = await chat.thread_runs(uid, thread_id)
-    return RunList(runs=[RunView(**run_view(r)) for r in runs if r.run_type != "subagent"])
+    runs = await services.chat.thread_runs(uid, thread_id)
+    return RunList(runs=[_body(run_view(r)) for r in runs])
 
 
 @router.post("/agent-calls", response_model=RunView, status_code=202)
 async def agent_call(
-    body: RunCreate, uid: UidDep, chat: ChatDep, response: Response, wait: bool = False
+    body: RunCreate, uid: UidDep, services: ServicesDep, response: Response, wait: bool = False
 ) -> RunView:
-    run, _ = await chat.submit_agent_call(uid, body.input, request_id=body.request_id)
-    view = await _settle(chat, uid, run, wait)
-    response.status_code = 200 if view.status in SETTLED else 202
+    run, _ = await services.chat.submit_agent_call(uid, body.input, request_id=body.request_id)
+    view = await _settle(services.chat, uid, run_view(run), wait)
+    response.status_code = 200 if view.status in SETTLED_RUN_STATUSES else 202
     return view
 
 
 @router.get("/runs/{run_id}", response_model=RunView)
-async def get_run(run_id: str, uid: UidDep, chat: ChatDep) -> RunView:
-    return RunView(**run_view(await chat.get_run(uid, run_id)))
+async def get_run(run_id: str, uid: UidDep, services: ServicesDep) -> RunView:
+    return _body(run_view(await services.chat.get_run(uid, run_id)))
 
 
 @router.post("/runs/{run_id}/resume", response_model=RunView, status_code=202)
@@ -72,19 +82,19 @@ async def resume_run(
     run_id: str,
     body: ResumeBody,
     uid: UidDep,
-    chat: ChatDep,
+    services: ServicesDep,
     response: Response,
     wait: bool = False,
 ) -> RunView:
-    run, _ = await chat.resume(uid, run_id, body.decision)
-    view = await _settle(chat, uid, run, wait)
-    response.status_code = 200 if view.status in SETTLED else 202
+    run, _ = await services.chat.resume(uid, run_id, body.decision)
+    view = await _settle(services.chat, uid, run_view(run), wait)
+    response.status_code = 200 if view.status in SETTLED_RUN_STATUSES else 202
     return view
 
 
 @router.post("/runs/{run_id}/cancel", response_model=RunView)
-async def cancel_run(run_id: str, uid: UidDep, chat: ChatDep) -> RunView:
-    return RunView(**run_view(await chat.cancel(uid, run_id)))
+async def cancel_run(run_id: str, uid: UidDep, services: ServicesDep) -> RunView:
+    return _body(run_view(await services.chat.cancel(uid, run_id)))
 
 
 @router.get(
@@ -95,7 +105,7 @@ async def cancel_run(run_id: str, uid: UidDep, chat: ChatDep) -> RunView:
 async def run_events(
     run_id: str,
     uid: UidDep,
-    chat: ChatDep,
+    services: ServicesDep,
     request: Request,
     last_event_id: Annotated[str | None, Header()] = None,
     after: int | None = Query(default=None, ge=0, le=2**31 - 1),
@@ -105,6 +115,7 @@ async def run_events(
     start = after or 0
     if last_event_id is not None and last_event_id.strip().isdigit():
         start = min(int(last_event_id.strip()), 2**31 - 1)
+    chat = services.chat
     await chat.get_run(uid, run_id)  # 404 before the stream starts
 
     async def stream() -> AsyncIterator[dict[str, Any]]:
@@ -124,7 +135,7 @@ async def run_events(
                 }
             if not events:
                 run = await chat.get_run(uid, run_id)
-                if run.status in SETTLED:
+                if run.status in SETTLED_RUN_STATUSES:
                     tail = await chat.events_after(uid, run_id, seq)
                     if not tail:
                         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from yuxi.api.deps import ChatDep, ContainerDep, UidDep
+from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.api.schemas import (
     MessageView,
     ThreadCreate,
@@ -13,18 +13,12 @@ from yuxi.api.schemas import (
     ThreadView,
     ToolCallView,
 )
-from yuxi.db.models import Conversation, ToolCall
-from yuxi.errors import NotFound
-from yuxi.repositories.conversation_repository import ConversationRepository
-from yuxi.utils.string_utils import truncate_utf8
+from yuxi.services.chat_service import ThreadSummary, ToolCallSummary
 
 router = APIRouter(prefix="/api/v1/threads", tags=["threads"])
 
-#: A tool call's stored output is shown cut to this many UTF-8 bytes (as in ``tool_end`` events).
-TOOL_RESULT_VIEW_BYTES = 4096
 
-
-def thread_view(c: Conversation) -> ThreadView:
+def thread_view(c: ThreadSummary) -> ThreadView:
     return ThreadView(
         thread_id=c.thread_id,
         title=c.title,
@@ -35,52 +29,38 @@ def thread_view(c: Conversation) -> ThreadView:
     )
 
 
-def tool_call_view(t: ToolCall) -> ToolCallView:
-    result, truncated = (None, False)
-    if t.output is not None:
-        result, truncated = truncate_utf8(t.output, TOOL_RESULT_VIEW_BYTES)
+def tool_call_view(t: ToolCallSummary) -> ToolCallView:
     return ToolCallView(
         tool_call_id=t.tool_call_id,
         name=t.name,
-        args=t.input,
+        args=t.args,
         status=t.status,
-        result=result,
-        truncated=truncated,
+        result=t.result,
+        truncated=t.truncated,
     )
 
 
 @router.post("", response_model=ThreadView, status_code=201)
-async def create_thread(body: ThreadCreate, uid: UidDep, chat: ChatDep) -> ThreadView:
-    return thread_view(await chat.create_thread(uid, title=body.title))
+async def create_thread(body: ThreadCreate, uid: UidDep, services: ServicesDep) -> ThreadView:
+    return thread_view(await services.chat.create_thread(uid, title=body.title))
 
 
 @router.get("", response_model=ThreadList)
 async def list_threads(
     uid: UidDep,
-    container: ContainerDep,
+    services: ServicesDep,
     include_archived: bool = False,
     limit: int = Query(default=50, ge=1, le=200),
 ) -> ThreadList:
-    async with container.session_factory() as session:
-        rows = await ConversationRepository(session).list_conversations(
-            uid, include_archived=include_archived, limit=limit
-        )
+    rows = await services.chat.list_threads(uid, include_archived=include_archived, limit=limit)
     return ThreadList(threads=[thread_view(c) for c in rows])
 
 
 @router.get("/{thread_id}", response_model=ThreadDetail)
-async def get_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> ThreadDetail:
-    async with container.session_factory() as session:
-        repo = ConversationRepository(session)
-        conversation = await repo.get_owned(uid, thread_id)
-        if conversation is None or conversation.status == "deleted":
-            raise NotFound("thread not found")
-        messages = await repo.list_messages(conversation.id)
-        tool_calls = await repo.list_tool_calls(
-            [m.id for m in messages if m.message_type == "tool_call"]
-        )
+async def get_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> ThreadDetail:
+    thread = await services.chat.get_thread(uid, thread_id)
     return ThreadDetail(
-        **thread_view(conversation).model_dump(),
+        **thread_view(thread.thread).model_dump(),
         messages=[
             MessageView(
                 message_id=m.id,
@@ -89,42 +69,23 @@ async def get_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> Th
                 content=m.content,
                 run_id=m.run_id,
                 created_at=m.created_at.isoformat(),
-                tool_calls=[tool_call_view(t) for t in tool_calls.get(m.id, [])],
+                tool_calls=[tool_call_view(t) for t in thread.tool_calls.get(m.id, [])],
             )
-            for m in messages
+            for m in thread.messages
         ],
     )
 
 
-async def _set_status(container: ContainerDep, uid: str, thread_id: str, status: str) -> None:
-    async with container.session_factory() as session, session.begin():
-        repo = ConversationRepository(session)
-        conversation = await repo.get_owned(uid, thread_id)
-        if conversation is None or conversation.status == "deleted":
-            raise NotFound("thread not found")
-        await repo.set_status(uid, thread_id, status)
-
-
 @router.post("/{thread_id}/archive", response_model=ThreadView)
-async def archive_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> ThreadView:
-    await _set_status(container, uid, thread_id, "archived")
-    return await _view(container, uid, thread_id)
+async def archive_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> ThreadView:
+    return thread_view(await services.chat.archive_thread(uid, thread_id))
 
 
 @router.post("/{thread_id}/unarchive", response_model=ThreadView)
-async def unarchive_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> ThreadView:
-    await _set_status(container, uid, thread_id, "active")
-    return await _view(container, uid, thread_id)
+async def unarchive_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> ThreadView:
+    return thread_view(await services.chat.unarchive_thread(uid, thread_id))
 
 
 @router.delete("/{thread_id}", status_code=204)
-async def delete_thread(thread_id: str, uid: UidDep, container: ContainerDep) -> None:
-    await _set_status(container, uid, thread_id, "deleted")
-
-
-async def _view(container: ContainerDep, uid: str, thread_id: str) -> ThreadView:
-    async with container.session_factory() as session:
-        conversation = await ConversationRepository(session).get_owned(uid, thread_id)
-    if conversation is None:
-        raise NotFound("thread not found")
-    return thread_view(conversation)
+async def delete_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> None:
+    await services.chat.delete_thread(uid, thread_id)

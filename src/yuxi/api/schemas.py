@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from yuxi.limits import REQUEST_ID_MAX_CHARS, RUN_INPUT_MAX_BYTES
+from yuxi.services.chat_service import TITLE_MAX_CHARS
 from yuxi.utils.string_utils import is_valid_text
 
 
@@ -37,7 +39,7 @@ Text = Annotated[str, AfterValidator(_text_only)]
 
 
 class ThreadCreate(Strict):
-    title: Text = Field(default="", max_length=200)
+    title: Text = Field(default="", max_length=TITLE_MAX_CHARS)
 
 
 class ThreadView(BaseModel):
@@ -79,12 +81,24 @@ class ThreadDetail(ThreadView):
 
 
 class RunCreate(Strict):
-    input: str = Field(min_length=1, max_length=32768)
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+    # A cheap first cut: no string longer than this many characters fits in as many bytes
+    # (the service checks the UTF-8 size itself).
+    input: str = Field(min_length=1, max_length=RUN_INPUT_MAX_BYTES)
+    request_id: str | None = Field(default=None, min_length=1, max_length=REQUEST_ID_MAX_CHARS)
 
 
 class ResumeBody(Strict):
     decision: Literal["approve", "reject"]
+
+
+class RunErrorView(BaseModel):
+    code: str
+    message: str | None
+
+
+class MemorySnapshotView(BaseModel):
+    sha256: str
+    size: int | None
 
 
 class RunView(BaseModel):
@@ -98,9 +112,9 @@ class RunView(BaseModel):
     created_at: str | None
     started_at: str | None
     finished_at: str | None
-    error: dict[str, Any] | None
+    error: RunErrorView | None
     output: dict[str, Any] | None
-    memory_snapshot: dict[str, Any] | None
+    memory_snapshot: MemorySnapshotView | None
 
 
 class RunList(BaseModel):
@@ -116,12 +130,3 @@ class FileEntryView(BaseModel):
 
 class FileList(BaseModel):
     files: list[FileEntryView]
-
-
-class ErrorDetail(BaseModel):
-    code: str
-    message: str
-
-
-class ErrorBody(BaseModel):
-    error: ErrorDetail

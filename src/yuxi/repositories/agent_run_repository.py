@@ -369,3 +369,14 @@ class AgentRunRepository:
             if not ok:
                 return MemoryWriteAuthorization(False, reason)
         return MemoryWriteAuthorization(True)
+
+    # -- listing (added for the thread view; kept at the end for an easy merge) ----------------
+
+    async def list_for_thread(self, uid: str, thread_id: str) -> list[AgentRun]:
+        """The user's runs on one thread (every run type), oldest first."""
+        rows = await self.session.execute(
+            select(AgentRun)
+            .where(AgentRun.uid == uid, AgentRun.conversation_thread_id == thread_id)
+            .order_by(AgentRun.created_at, AgentRun.id)
+        )
+        return list(rows.scalars())

@@ -21,15 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
-from yuxi.db.models import (
-    CONVERSATION_SOURCES,
-    CONVERSATION_STATUSES,
-    MESSAGE_ROLES,
-    Conversation,
-    Message,
-    SubagentThread,
-    ToolCall,
-)
+from yuxi.db.models import Conversation, Message, SubagentThread, ToolCall
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.repositories import _history_queries as q
 from yuxi.repositories import _history_shape as shape
@@ -54,6 +46,7 @@ from yuxi.repositories._history_queries import (
     VISIBLE_ROLES,
 )
 from yuxi.utils.string_utils import is_valid_text
+from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES, MESSAGE_ROLES
 
 __all__ = [
     "HIDDEN_MESSAGE_TYPES",

@@ -1,42 +1,141 @@
-"""Chat requests become runs: the user message and a pending AgentRun, in one transaction.
+"""Chat threads and the runs on them.
 
+A chat request becomes a run: the user message and a pending AgentRun, in one transaction.
 Workers (``yuxi.runtime.worker``) claim and execute the runs; this service only accepts work,
-answers questions about it and turns approval decisions into ``resume`` runs.
+answers questions about it, turns approval decisions into ``resume`` runs, and keeps the user's
+threads (create, list, view, archive, delete).
+
+Reads return ORM rows detached from their (closed) session: the session factory does not expire
+on commit, so their loaded columns stay readable. Only :func:`run_view` shapes a run for callers.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
-from yuxi.db.models import AgentRun, Conversation, RunEvent
+from yuxi.db.models import AgentRun, Conversation, Message, RunEvent, ToolCall
 from yuxi.errors import Conflict, InvalidArgument, NotFound
-from yuxi.repositories.agent_run_repository import AgentRunRepository
-from yuxi.repositories.conversation_repository import ConversationRepository
-from yuxi.repositories.run_event_repository import RunEventRepository
+from yuxi.limits import EVENT_TEXT_BYTES, REQUEST_ID_MAX_CHARS, RUN_INPUT_MAX_BYTES
+from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from yuxi.utils.string_utils import check_text, truncate_utf8
 
-INPUT_MAX_BYTES = 32 * 1024
-REQUEST_ID_MAX_CHARS = 128
 DECISIONS = ("approve", "reject")
+AGENT_CALL_SOURCES = ("agent_call", "agent_evaluation")
+TITLE_MAX_CHARS = 200
+#: A thread's automatic title: the first line of its first message.
+AUTO_TITLE_MAX_CHARS = 80
 
 
-def _check_input(text: object) -> str:
-    if not isinstance(text, str):
-        raise InvalidArgument("input must be a string")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidArgument("input is not valid Unicode (lone surrogate)") from None
-    if "\x00" in text:
-        raise InvalidArgument("input must not contain NUL characters")
-    if not text.strip():
-        raise InvalidArgument("input must not be blank")
-    if size > INPUT_MAX_BYTES:
-        raise InvalidArgument(f"input is {size} UTF-8 bytes; the limit is {INPUT_MAX_BYTES}")
-    return text
+@dataclass(frozen=True)
+class ThreadSummary:
+    """The public shape of a thread (no messages)."""
+
+    thread_id: str
+    title: str
+    status: str
+    source: str
+    created_at: datetime
+    updated_at: datetime
+
+
+def thread_summary(conversation: Conversation) -> ThreadSummary:
+    return ThreadSummary(
+        thread_id=conversation.thread_id,
+        title=conversation.title,
+        status=conversation.status,
+        source=conversation.source,
+        created_at=conversation.created_at,
+        updated_at=conversation.updated_at,
+    )
+
+
+@dataclass(frozen=True)
+class ThreadMessages:
+    """One thread and its latest messages (rows, chronological): the owner's view, not the
+    model's (which is the history lookback's)."""
+
+    thread: ThreadSummary
+    messages: list[Message]
+    #: The tool calls of each ``tool_call`` message, by message id (oldest first).
+    tool_calls: dict[int, list[ToolCallSummary]]
+
+
+@dataclass(frozen=True)
+class ToolCallSummary:
+    """One tool call as its owner sees it in the thread view; ``result`` is the stored output
+    cut to ``EVENT_TEXT_BYTES`` (as in the ``tool_end`` event), ``None`` while it has none."""
+
+    tool_call_id: str
+    name: str
+    args: Any
+    status: str
+    result: str | None
+    truncated: bool
+
+    @classmethod
+    def of(cls, row: ToolCall) -> ToolCallSummary:
+        result, truncated = (None, False)
+        if row.output is not None:
+            result, truncated = truncate_utf8(row.output, EVENT_TEXT_BYTES)
+        return cls(row.tool_call_id, row.name, row.input, row.status, result, truncated)
+
+
+@dataclass(frozen=True)
+class RunErrorView:
+    code: str
+    message: str | None
+
+
+@dataclass(frozen=True)
+class MemorySnapshotView:
+    sha256: str
+    size: int | None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The public shape of a run (API and CLI)."""
+
+    run_id: str
+    thread_id: str
+    request_id: str
+    run_type: str
+    status: str
+    cancel_requested: bool
+    created_by_run_id: str | None
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    error: RunErrorView | None
+    output: dict[str, Any] | None
+    memory_snapshot: MemorySnapshotView | None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def run_view(run: AgentRun) -> RunSummary:
+    return RunSummary(
+        run_id=run.id,
+        thread_id=run.conversation_thread_id,
+        request_id=run.request_id,
+        run_type=run.run_type,
+        status=run.status,
+        cancel_requested=run.cancel_requested,
+        created_by_run_id=run.created_by_run_id,
+        created_at=_iso(run.created_at),
+        started_at=_iso(run.started_at),
+        finished_at=_iso(run.finished_at),
+        error=None if run.error_code is None else RunErrorView(run.error_code, run.error_message),
+        output=run.output,
+        memory_snapshot=None
+        if run.memory_snapshot_sha256 is None
+        else MemorySnapshotView(run.memory_snapshot_sha256, run.memory_snapshot_bytes),
+    )
 
 
 def _check_request_id(request_id: object) -> str:
@@ -55,89 +154,145 @@ def _check_request_id(request_id: object) -> str:
     return request_id
 
 
+async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversation:
+    """The caller's own, not deleted thread; anyone else's (or a deleted one) is NotFound."""
+    conversation = await uow.conversations.get_owned(uid, thread_id)
+    if conversation is None or conversation.status == "deleted":
+        raise NotFound("thread not found")
+    return conversation
+
+
 class ChatService:
-    def __init__(self, session_factory: async_sessionmaker[AsyncSession]) -> None:
-        self._sessions = session_factory
+    def __init__(self, uow: UnitOfWorkFactory) -> None:
+        self._uow = uow
+
+    # -- threads ------------------------------------------------------------------------------
 
     async def create_thread(
         self, uid: str, *, title: str = "", source: str = "chat"
-    ) -> Conversation:
-        async with self._sessions() as session, session.begin():
-            return await ConversationRepository(session).create_conversation(
-                uid, title=title[:200], source=source
+    ) -> ThreadSummary:
+        async with self._uow() as uow:
+            conversation = await uow.conversations.create_conversation(
+                uid, title=title[:TITLE_MAX_CHARS], source=source
             )
+            await uow.commit()
+        return thread_summary(conversation)
+
+    async def list_threads(
+        self, uid: str, *, include_archived: bool = False, limit: int = 50
+    ) -> list[ThreadSummary]:
+        """The caller's top-level chat threads, newest updated first."""
+        async with self._uow() as uow:
+            rows = await uow.conversations.list_conversations(
+                uid, include_archived=include_archived, limit=limit
+            )
+        return [thread_summary(c) for c in rows]
+
+    async def get_thread(self, uid: str, thread_id: str) -> ThreadMessages:
+        async with self._uow() as uow:
+            conversation = await _live_thread(uow, uid, thread_id)
+            messages = await uow.conversations.list_messages(conversation.id)
+            calls = await uow.conversations.list_tool_calls(
+                [m.id for m in messages if m.message_type == "tool_call"]
+            )
+        tool_calls = {mid: [ToolCallSummary.of(row) for row in rows] for mid, rows in calls.items()}
+        return ThreadMessages(thread_summary(conversation), messages, tool_calls)
+
+    async def archive_thread(self, uid: str, thread_id: str) -> ThreadSummary:
+        return await self._set_thread_status(uid, thread_id, "archived")
+
+    async def unarchive_thread(self, uid: str, thread_id: str) -> ThreadSummary:
+        return await self._set_thread_status(uid, thread_id, "active")
+
+    async def delete_thread(self, uid: str, thread_id: str) -> None:
+        await self._set_thread_status(uid, thread_id, "deleted")
+
+    async def _set_thread_status(self, uid: str, thread_id: str, status: str) -> ThreadSummary:
+        async with self._uow() as uow:
+            conversation = await _live_thread(uow, uid, thread_id)
+            # set_status refreshes the loaded row's status and updated_at too.
+            await uow.conversations.set_status(uid, thread_id, status)
+            await uow.commit()
+        return thread_summary(conversation)
+
+    # -- starting runs ------------------------------------------------------------------------
 
     async def submit(
         self, uid: str, thread_id: str, text: object, *, request_id: object = None
     ) -> tuple[AgentRun, bool]:
         """Persist the user message and a pending chat run. Idempotent on ``request_id``."""
-        body = _check_input(text)
+        body = check_text("input", text, max_bytes=RUN_INPUT_MAX_BYTES)
         rid = _check_request_id(request_id)
-        async with self._sessions() as session, session.begin():
-            conversations = ConversationRepository(session)
-            conversation = await conversations.get_owned(uid, thread_id)
-            if conversation is None or conversation.status == "deleted":
-                raise NotFound("thread not found")
-            if conversation.status != "active":
-                raise Conflict("thread is archived; unarchive it to continue")
-            runs = AgentRunRepository(session)
-            existing = await runs.get_by_request(uid, rid)
-            if existing is not None:
-                if existing.conversation_thread_id != thread_id:
-                    raise Conflict("request_id was already used for another thread")
-                return existing, False
-            if await runs.awaiting_approval(thread_id):
-                raise Conflict("this thread is waiting for an approval decision")
-            run, created = await runs.create_run(
-                uid=uid,
-                thread_id=thread_id,
-                request_id=rid,
-                run_type="chat",
-                input_payload={"input": body},
-            )
-            if created:
-                if not conversation.title:
-                    conversation.title = body.strip().splitlines()[0][:80]
-                await conversations.add_message(
-                    conversation, role="user", content=body, run_id=run.id
-                )
-                await RunEventRepository(session).append(
-                    run.id, "run_status", {"status": "pending"}
-                )
-            return run, created
+        async with self._uow() as uow:
+            conversation = await _live_thread(uow, uid, thread_id)
+            run, created = await self._submit_in(uow, conversation, body, rid)
+            await uow.commit()
+        return run, created
 
     async def submit_agent_call(
         self, uid: str, text: object, *, source: str = "agent_call", request_id: object = None
     ) -> tuple[AgentRun, bool]:
         """A one-shot run in a new ``agent_call`` (or ``agent_evaluation``) thread."""
-        if source not in ("agent_call", "agent_evaluation"):
+        if source not in AGENT_CALL_SOURCES:
             raise InvalidArgument("source must be agent_call or agent_evaluation")
-        _check_input(text)
+        body = check_text("input", text, max_bytes=RUN_INPUT_MAX_BYTES)
         rid = _check_request_id(request_id)
-        async with self._sessions() as session:
-            existing = await AgentRunRepository(session).get_by_request(uid, rid)
+        async with self._uow() as uow:
+            existing = await uow.runs.get_by_request(uid, rid)
+            if existing is not None:
+                return existing, False
+            conversation = await uow.conversations.create_conversation(uid, source=source)
+            run, created = await self._submit_in(uow, conversation, body, rid)
+            if created:
+                await uow.commit()  # a lost race on request_id rolls the new thread back
+        return run, created
+
+    @staticmethod
+    async def _submit_in(
+        uow: UnitOfWork, conversation: Conversation, body: str, request_id: str
+    ) -> tuple[AgentRun, bool]:
+        thread_id = conversation.thread_id
+        if conversation.status != "active":
+            raise Conflict("thread is archived; unarchive it to continue")
+        existing = await uow.runs.get_by_request(conversation.uid, request_id)
         if existing is not None:
+            if existing.conversation_thread_id != thread_id:
+                raise Conflict("request_id was already used for another thread")
             return existing, False
-        thread = await self.create_thread(uid, source=source)
-        return await self.submit(uid, thread.thread_id, text, request_id=rid)
+        if await uow.runs.awaiting_approval(thread_id):
+            raise Conflict("this thread is waiting for an approval decision")
+        run, created = await uow.runs.create_run(
+            uid=conversation.uid,
+            thread_id=thread_id,
+            request_id=request_id,
+            run_type="chat",
+            input_payload={"input": body},
+        )
+        if created:
+            if not conversation.title:
+                conversation.title = body.strip().splitlines()[0][:AUTO_TITLE_MAX_CHARS]
+            await uow.conversations.add_message(
+                conversation, role="user", content=body, run_id=run.id
+            )
+            await uow.events.append(run.id, "run_status", {"status": "pending"})
+        return run, created
 
     async def resume(self, uid: str, run_id: str, decision: object) -> tuple[AgentRun, bool]:
         """Turn an approve/reject decision on an interrupted run into a ``resume`` run."""
         if decision not in DECISIONS:
             raise InvalidArgument("decision must be 'approve' or 'reject'")
-        async with self._sessions() as session, session.begin():
-            runs = AgentRunRepository(session)
-            interrupted = await runs.get_owned(uid, run_id)
+        async with self._uow() as uow:
+            interrupted = await uow.runs.get_owned(uid, run_id)
             if interrupted is None:
                 raise NotFound("run not found")
             # One decision per interruption: the request id is derived from the run.
             request_id = f"resume:{run_id}"
-            existing = await runs.get_by_request(uid, request_id)
+            existing = await uow.runs.get_by_request(uid, request_id)
             if existing is not None:
                 return existing, False
             if interrupted.status != "interrupted":
                 raise Conflict(f"run is {interrupted.status}, not waiting for approval")
-            run, created = await runs.create_run(
+            run, created = await uow.runs.create_run(
                 uid=uid,
                 thread_id=interrupted.conversation_thread_id,
                 request_id=request_id,
@@ -146,31 +301,30 @@ class ChatService:
                 created_by_run_id=run_id,
             )
             if created:
-                await RunEventRepository(session).append(
-                    run.id, "run_status", {"status": "pending"}
-                )
-            return run, created
+                await uow.events.append(run.id, "run_status", {"status": "pending"})
+            await uow.commit()
+        return run, created
 
     async def cancel(self, uid: str, run_id: str) -> AgentRun:
-        async with self._sessions() as session, session.begin():
-            runs = AgentRunRepository(session)
-            run = await runs.get_owned(uid, run_id)
+        async with self._uow() as uow:
+            run = await uow.runs.get_owned(uid, run_id)
             if run is None:
                 raise NotFound("run not found")
             if run.status == "pending":
-                await runs.cancel_pending(run_id)
-                await RunEventRepository(session).append(
-                    run_id, "run_status", {"status": "cancelled"}
-                )
+                await uow.runs.cancel_pending(run_id)
+                await uow.events.append(run_id, "run_status", {"status": "cancelled"})
             elif run.status == "running":
-                await runs.request_cancel(uid, run_id)
-            refreshed = await runs.get(run_id)
+                await uow.runs.request_cancel(uid, run_id)
+            refreshed = await uow.runs.get(run_id)
             assert refreshed is not None
-            return refreshed
+            await uow.commit()
+        return refreshed
+
+    # -- reading runs -------------------------------------------------------------------------
 
     async def get_run(self, uid: str, run_id: str) -> AgentRun:
-        async with self._sessions() as session:
-            run = await AgentRunRepository(session).get_owned(uid, run_id)
+        async with self._uow() as uow:
+            run = await uow.runs.get_owned(uid, run_id)
         if run is None:
             raise NotFound("run not found")
         return run
@@ -178,43 +332,15 @@ class ChatService:
     async def events_after(
         self, uid: str, run_id: str, after_seq: int = 0, limit: int = 500
     ) -> list[RunEvent]:
-        async with self._sessions() as session:
-            if await AgentRunRepository(session).get_owned(uid, run_id) is None:
+        async with self._uow() as uow:
+            if await uow.runs.get_owned(uid, run_id) is None:
                 raise NotFound("run not found")
-            return await RunEventRepository(session).list_after(run_id, after_seq, limit)
+            return await uow.events.list_after(run_id, after_seq, limit)
 
     async def thread_runs(self, uid: str, thread_id: str) -> list[AgentRun]:
-        """The user's runs on one thread, oldest first; another user's thread is NotFound."""
-        async with self._sessions() as session:
-            conversation = await ConversationRepository(session).get_owned(uid, thread_id)
-            if conversation is None or conversation.status == "deleted":
-                raise NotFound("thread not found")
-            rows = await session.execute(
-                select(AgentRun)
-                .where(AgentRun.uid == uid, AgentRun.conversation_thread_id == thread_id)
-                .order_by(AgentRun.created_at)
-            )
-            return list(rows.scalars())
-
-
-def run_view(run: AgentRun) -> dict[str, Any]:
-    """The public shape of a run (API and CLI)."""
-    return {
-        "run_id": run.id,
-        "thread_id": run.conversation_thread_id,
-        "request_id": run.request_id,
-        "run_type": run.run_type,
-        "status": run.status,
-        "cancel_requested": run.cancel_requested,
-        "created_by_run_id": run.created_by_run_id,
-        "created_at": run.created_at.isoformat() if run.created_at else None,
-        "started_at": run.started_at.isoformat() if run.started_at else None,
-        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-        "error": None
-        if run.error_code is None
-        else {"code": run.error_code, "message": run.error_message},
-        "output": run.output,
-        "memory_snapshot": None
-        if run.memory_snapshot_sha256 is None
-        else {"sha256": run.memory_snapshot_sha256, "size": run.memory_snapshot_bytes},
-    }
+        """The thread's top-level runs (no SubAgent runs), oldest first; another user's
+        thread is NotFound."""
+        async with self._uow() as uow:
+            await _live_thread(uow, uid, thread_id)
+            runs = await uow.runs.list_for_thread(uid, thread_id)
+        return [run for run in runs if run.run_type != "subagent"]

@@ -59,11 +59,9 @@ class UnitOfWork:
         self._session = None
         if session is None:
             return
-        try:
-            if not self._committed:
-                await session.rollback()
-        finally:
-            await session.close()
+        # close() detaches every loaded row *before* it rolls the transaction back, so rows a
+        # read-only block returns stay readable; an explicit rollback() would expire them.
+        await session.close()
 
     async def commit(self) -> None:
         """Commit everything done in this block. Once committed, the block is over."""

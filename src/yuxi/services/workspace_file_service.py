@@ -1,0 +1,99 @@
+"""A user's own workspace files, as the file API and the web UI's editor see them.
+
+Every read answers a strong ETag; every write or delete may carry ``If-Match``, and a stale one is
+refused with :class:`~yuxi.errors.PreconditionFailed` (HTTP 412) without touching the file.
+
+``agents/MEMORY.md`` is special: its reads, writes and deletes go to the memory service, whose
+writer takes the same per-uid locks as the agent's ``remember_memory``, so a user's edit and the
+agent's update never lose each other. Every other file's check-then-write runs under the user's
+workspace file lock, so two editors with the same ETag cannot both win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from yuxi.errors import FileTooLarge, InvalidArgument, PreconditionFailed, WorkspaceFileNotFound
+from yuxi.limits import FILE_API_MAX_BYTES
+from yuxi.services._memory_lock import memory_file_lock
+from yuxi.services.memory_service import MemoryService
+from yuxi.workspace.filesystem import MEMORY_PATH, FileEntry, Workspace, etag_for, if_match_allows
+
+STALE = "the file changed since you loaded it"
+
+
+@dataclass(frozen=True)
+class FileContent:
+    data: bytes
+    etag: str
+
+
+class WorkspaceFileService:
+    def __init__(self, workspaces: Callable[[str], Workspace], memory: MemoryService) -> None:
+        self._workspaces = workspaces
+        self._memory = memory
+
+    async def list_files(self, uid: str, path: str = "") -> list[FileEntry]:
+        """Every entry under ``path`` (recursive); the workspace is created on first use."""
+        workspace = await self._ready(uid)
+        return await workspace.list_files(path, recursive=True)
+
+    async def read_file(self, uid: str, path: str) -> FileContent:
+        workspace = await self._ready(uid)
+        if path == MEMORY_PATH:
+            data, etag = await self._memory.read_memory_file(uid)
+            return FileContent(data, etag)
+        data = await workspace.read_file(path, FILE_API_MAX_BYTES)
+        return FileContent(data, etag_for(data))
+
+    async def write_file(
+        self, uid: str, path: str, data: bytes, *, if_match: str | None = None
+    ) -> str:
+        """Replace (or create) a UTF-8 text file; returns its new ETag."""
+        workspace = await self._ready(uid)
+        if path == MEMORY_PATH:
+            return await self._memory.write_memory_file(uid, data, if_match=if_match)
+        if len(data) > FILE_API_MAX_BYTES:
+            raise FileTooLarge(f"files may be at most {FILE_API_MAX_BYTES} bytes")
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidArgument("files must be valid UTF-8 text") from None
+        async with self._edit_lock(workspace):
+            if if_match is not None:
+                try:
+                    current = etag_for(await workspace.read_file(path, FILE_API_MAX_BYTES))
+                except WorkspaceFileNotFound:
+                    current = ""  # a missing file matches only "*"
+                if not if_match_allows(if_match, current):
+                    raise PreconditionFailed(STALE)
+            await workspace.write_file(path, data)
+        return etag_for(data)
+
+    async def delete_file(self, uid: str, path: str, *, if_match: str | None = None) -> None:
+        if path == MEMORY_PATH:
+            await self._memory.delete_memory_file(uid, if_match=if_match)
+            return
+        workspace = self._workspaces(uid)
+        async with self._edit_lock(workspace):
+            if if_match is not None:
+                current = etag_for(await workspace.read_file(path, FILE_API_MAX_BYTES))
+                if not if_match_allows(if_match, current):
+                    raise PreconditionFailed(STALE)
+            await workspace.delete_file(path)
+
+    async def _ready(self, uid: str) -> Workspace:
+        workspace = self._workspaces(uid)
+        await workspace.ensure_user_workspace()
+        return workspace
+
+    @staticmethod
+    @asynccontextmanager
+    async def _edit_lock(workspace: Workspace) -> AsyncIterator[None]:
+        # The user's per-workspace flock (the one MEMORY.md writers hold inside their advisory
+        # lock): it makes If-Match check-then-write atomic between editors in any process. It
+        # is taken here without a database lock inside, so it cannot deadlock with them.
+        async with memory_file_lock(workspace.root, workspace.directory.name):
+            yield
