@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, select, text, update
+from sqlalchemy import ColumnElement, and_, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,11 +25,12 @@ from sqlalchemy.orm import aliased
 
 from yuxi.db.models import AgentRun
 from yuxi.errors import ActiveRunExists, Conflict
+from yuxi.vocabulary import CLAIMABLE_RUN_TYPES, MEMORY_WRITE_RUN_TYPES, SETTLED_RUN_STATUSES
 
-TERMINAL_STATUSES = ("completed", "failed", "cancelled", "interrupted")
-CLAIMABLE_RUN_TYPES = ("chat", "resume")
-MEMORY_WRITE_RUN_TYPES = ("chat", "resume")
+#: ``error_code`` of a top-level run whose worker's lease ran out before it finished.
 LEASE_EXPIRED = "worker_lease_expired"
+#: ``error_code`` of a SubAgent run whose parent run ended before it finished.
+PARENT_RUN_ENDED = "parent_run_ended"
 
 
 _USER_MEMORY_LOCK = text(
@@ -40,6 +41,20 @@ _USER_MEMORY_LOCK = text(
 def new_worker_id() -> str:
     """A token unique to one claim attempt (never reused, not guessable)."""
     return "w_" + secrets.token_hex(16)
+
+
+def owned_live_lease(run_id: str, worker_id: str) -> ColumnElement[bool]:
+    """THE "this worker still owns a live lease on the run" condition, by the database clock.
+
+    Every lease-fenced statement (renew, finish, the recorder's fence, the fenced event append)
+    uses this one expression over ``agent_runs``; nothing restates it.
+    """
+    return and_(
+        AgentRun.id == run_id,
+        AgentRun.worker_id == worker_id,
+        AgentRun.status == "running",
+        AgentRun.lease_expires_at > func.now(),
+    )
 
 
 @dataclass(frozen=True)
@@ -195,26 +210,44 @@ class AgentRunRepository:
             return None
         return await self.get(claimed)
 
-    def _owned_alive(self, run_id: str, worker_id: str) -> Any:
-        return and_(
-            AgentRun.id == run_id,
-            AgentRun.worker_id == worker_id,
-            AgentRun.status == "running",
-            AgentRun.lease_expires_at > func.now(),
-        )
-
     async def renew_lease(self, run_id: str, worker_id: str, *, lease_seconds: float) -> bool:
         """Extend the lease; only the owner of an unexpired lease can. False = lease lost."""
+        cancel = await self.renew_lease_and_read_cancel(
+            run_id, worker_id, lease_seconds=lease_seconds
+        )
+        return cancel is not None
+
+    async def renew_lease_and_read_cancel(
+        self, run_id: str, worker_id: str, *, lease_seconds: float
+    ) -> bool | None:
+        """Extend the lease and return the run's cancel request, in one statement.
+
+        ``None`` = the lease is lost (not renewed); otherwise whether a cancel was requested.
+        """
         stmt = (
             update(AgentRun)
-            .where(self._owned_alive(run_id, worker_id))
+            .where(owned_live_lease(run_id, worker_id))
             .values(
                 heartbeat_at=func.now(),
                 lease_expires_at=func.now() + timedelta(seconds=lease_seconds),
             )
-            .returning(AgentRun.id)
+            .returning(AgentRun.cancel_requested)
         )
-        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+        row = (await self.session.execute(stmt)).one_or_none()
+        return None if row is None else bool(row.cancel_requested)
+
+    async def lock_live_lease(self, run_id: str, worker_id: str) -> bool:
+        """``SELECT … FOR SHARE`` the run if ``worker_id`` owns a live lease on it.
+
+        Held to the end of the caller's transaction, so neither reconciliation nor another
+        claim can change the lease under the writes made in it. False = the lease is lost.
+        """
+        row = await self.session.execute(
+            select(AgentRun.id)
+            .where(owned_live_lease(run_id, worker_id))
+            .with_for_update(read=True)
+        )
+        return row.scalar_one_or_none() is not None
 
     async def finish(
         self,
@@ -227,11 +260,11 @@ class AgentRunRepository:
         output: dict[str, Any] | None = None,
     ) -> bool:
         """Move an owned, unexpired, running run to a terminal status. False = not the owner."""
-        if status not in TERMINAL_STATUSES:
+        if status not in SETTLED_RUN_STATUSES:
             raise ValueError(f"not a terminal status: {status}")
         stmt = (
             update(AgentRun)
-            .where(self._owned_alive(run_id, worker_id))
+            .where(owned_live_lease(run_id, worker_id))
             .values(
                 status=status,
                 finished_at=func.now(),
@@ -245,7 +278,13 @@ class AgentRunRepository:
         return (await self.session.execute(stmt)).scalar_one_or_none() is not None
 
     async def reconcile_expired(self, *, limit: int = 100) -> list[str]:
-        """Fail every running run whose lease ran out (by the database clock)."""
+        """Fail every running run whose lease ran out (by the database clock), then every
+        SubAgent run orphaned by a parent that is over."""
+        failed = await self.fail_expired_leases(limit=limit)
+        return failed + await self.fail_orphaned_subagents(limit=limit)
+
+    async def fail_expired_leases(self, *, limit: int = 100) -> list[str]:
+        """Fail running top-level runs whose lease ran out, as :data:`LEASE_EXPIRED`."""
         expired = (
             select(AgentRun.id)
             .where(
@@ -267,12 +306,12 @@ class AgentRunRepository:
             )
             .returning(AgentRun.id)
         )
-        failed = list((await self.session.execute(stmt)).scalars())
-        return failed + await self._reconcile_orphaned_subagents(limit)
+        return list((await self.session.execute(stmt)).scalars())
 
-    async def _reconcile_orphaned_subagents(self, limit: int) -> list[str]:
+    async def fail_orphaned_subagents(self, *, limit: int = 100) -> list[str]:
         """A SubAgent run executes inside its parent's worker; if the parent is over (its
-        worker died mid-delegation), the child can never finish: fail it too."""
+        worker died mid-delegation), the child can never finish: fail it as
+        :data:`PARENT_RUN_ENDED`."""
         parent = aliased(AgentRun)
         orphaned = (
             select(AgentRun.id)
@@ -280,7 +319,7 @@ class AgentRunRepository:
             .where(
                 AgentRun.run_type == "subagent",
                 AgentRun.status == "running",
-                parent.status.in_(TERMINAL_STATUSES),
+                parent.status.in_(SETTLED_RUN_STATUSES),
             )
             .limit(limit)
             .with_for_update(of=AgentRun, skip_locked=True)
@@ -291,12 +330,31 @@ class AgentRunRepository:
             .values(
                 status="failed",
                 finished_at=func.now(),
-                error_code="parent_run_ended",
+                error_code=PARENT_RUN_ENDED,
                 error_message="the parent run ended before the SubAgent finished",
             )
             .returning(AgentRun.id)
         )
         return list((await self.session.execute(stmt)).scalars())
+
+    async def finish_subagent(
+        self, run_id: str, *, status: str, output: dict[str, Any] | None
+    ) -> bool:
+        """Settle a running SubAgent run (it holds no lease: its parent's worker runs it).
+        False = it was already settled (e.g. failed as orphaned by reconciliation)."""
+        if status not in SETTLED_RUN_STATUSES:
+            raise ValueError(f"not a terminal status: {status}")
+        stmt = (
+            update(AgentRun)
+            .where(
+                AgentRun.id == run_id,
+                AgentRun.run_type == "subagent",
+                AgentRun.status == "running",
+            )
+            .values(status=status, finished_at=func.now(), output=output)
+            .returning(AgentRun.id)
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
 
     async def request_cancel(self, uid: str, run_id: str) -> bool:
         stmt = (
