@@ -350,14 +350,19 @@ class RunService:
             )
         return child_identity
 
-    async def finish_subagent(self, child: RunIdentity, status: str, reply: str) -> None:
-        """The SubAgent's answer in its thread, and its run settled (unless reconciliation
-        already failed it because the parent ended)."""
+    async def finish_subagent(self, child: RunIdentity, status: str, reply: str) -> bool:
+        """Settle the SubAgent's run and put its answer in its thread. False (and nothing
+        written) when the run was already settled — e.g. failed by reconciliation because the
+        parent ended first."""
         async with self._uow() as uow:
+            settled = await uow.runs.finish_subagent(
+                child.run_id, status=status, output={"reply": reply}
+            )
             thread = await uow.conversations.get_owned(child.uid, child.thread_id)
-            if thread is not None:
-                await uow.conversations.add_message(
-                    thread, role="assistant", content=reply, run_id=child.run_id
-                )
-            await uow.runs.finish_subagent(child.run_id, status=status, output={"reply": reply})
+            if not settled or thread is None:
+                return False
+            await uow.conversations.add_message(
+                thread, role="assistant", content=reply, run_id=child.run_id
+            )
             await uow.commit()
+        return True
