@@ -17,14 +17,16 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from yuxi.db.models import AgentRun, Conversation
 from yuxi.identity import RunIdentity
 from yuxi.limits import EVENT_TEXT_BYTES
 from yuxi.repositories.agent_run_repository import LEASE_EXPIRED, PARENT_RUN_ENDED
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import truncate_utf8
+
+if TYPE_CHECKING:
+    from yuxi.db.models import AgentRun, Conversation
 
 __all__ = [
     "ClaimedRun",
