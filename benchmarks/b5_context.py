@@ -26,9 +26,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from yuxi.agents.context import RunIdentity, build_agent_input_context
 from yuxi.agents.middlewares.memory import create_memory_middleware, render_memory_block
+from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
 from yuxi.agents.tools.workspace_tools import make_workspace_tools
 from yuxi.repositories._history_budget import compact_json
-from yuxi.runtime.executor import CHAT_SYSTEM_PROMPT
 from yuxi.workspace.filesystem import Workspace
 
 from ._env import BenchEnv

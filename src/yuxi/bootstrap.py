@@ -2,13 +2,18 @@
 
 The API, the CLI, the workers and the tests all call :func:`bootstrap`; nothing else creates an
 engine, reads settings or starts the embedded PostgreSQL. It builds one frozen
-:class:`Services` — the only way down to storage — that every caller shares.
+:class:`Services` — the only way down to storage — that every caller shares. What only running
+agents need (the chat model, the LangGraph checkpointer and its connection pool) is opened on
+demand by :func:`open_agent_runtime`, here too.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -17,11 +22,15 @@ from yuxi.db.engine import create_engine, create_session_factory, libpq_url
 from yuxi.services.chat_service import ChatService
 from yuxi.services.lookback_service import LookbackService
 from yuxi.services.memory_service import MemoryService
+from yuxi.services.run_service import RunService
 from yuxi.services.unit_of_work import UnitOfWorkFactory, unit_of_work_factory
 from yuxi.services.user_service import UserService
 from yuxi.services.workspace_file_service import WorkspaceFileService
 from yuxi.settings import Settings, load_settings
 from yuxi.workspace.filesystem import Workspace
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,7 @@ class Services:
     lookback: LookbackService
     users: UserService
     files: WorkspaceFileService
+    runs: RunService
 
 
 @dataclass
@@ -95,6 +105,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
         lookback=LookbackService(uow),
         users=UserService(uow, workspaces),
         files=WorkspaceFileService(workspaces, memory),
+        runs=RunService(uow, lease_seconds=settings.lease_seconds),
     )
     return Container(
         settings=settings,
@@ -106,3 +117,25 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
         services=services,
         embedded=embedded,
     )
+
+
+@dataclass(frozen=True)
+class AgentRuntime:
+    """What executing agent runs needs beyond :class:`Services`."""
+
+    model: BaseChatModel
+    checkpointer: Any  # langgraph's AsyncPostgresSaver
+
+
+@asynccontextmanager
+async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime]:
+    """The chat model and the LangGraph checkpointer (on its own psycopg pool, closed on exit).
+
+    Only processes that execute runs open one (the worker pool, ``yuxi worker``, tests), so the
+    API alone never imports the model stack or opens the checkpointer's pool.
+    """
+    from yuxi.agents.models.factory import build_chat_model
+    from yuxi.runtime.checkpointer import open_checkpointer
+
+    async with open_checkpointer(container.database_url) as checkpointer:
+        yield AgentRuntime(model=build_chat_model(container.settings), checkpointer=checkpointer)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
-from yuxi.bootstrap import Container
-from yuxi.repositories.agent_run_repository import AgentRunRepository
-from yuxi.runtime.persistence import LeaseLost, RunRecorder
-from yuxi.runtime.worker import Worker, open_run_deps
+from yuxi.bootstrap import Container, open_agent_runtime
+from yuxi.runtime.executor import RunExecutor
+from yuxi.runtime.worker import Worker
+from yuxi.services.run_service import ClaimedRun, LeaseLost, RunService
 from yuxi.workspace.filesystem import Workspace
 
 from .factories import make_user, memory_file, set_memory, sha256_of, sql
@@ -19,8 +20,8 @@ from .factories import make_user, memory_file, set_memory, sha256_of, sql
 
 @pytest.fixture
 async def worker(container: Container) -> AsyncIterator[Worker]:
-    async with open_run_deps(container) as deps:
-        yield Worker(container, deps, name="test-worker")
+    async with open_agent_runtime(container) as runtime:
+        yield Worker(container, runtime, name="test-worker")
 
 
 async def _run(container: Container, worker: Worker, uid: str, thread_id: str, text: str):  # type: ignore[no-untyped-def]
@@ -83,9 +84,9 @@ async def test_dead_worker_is_reconciled_and_its_late_writes_refused(
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await chat.submit(uid, thread, "remember: from the dead")
-    async with container.session_factory() as s, s.begin():
-        dead = await AgentRunRepository(s).claim_next(lease_seconds=60)
-    assert dead is not None and dead.id == run.id and dead.worker_id
+    claimed = await container.services.runs.claim_next()
+    assert claimed is not None and claimed.identity.run_id == run.id and claimed.identity.worker_id
+    dead = claimed.identity
     # The dead worker never heartbeats; its lease runs out (by the database clock).
     await sql(
         container,
@@ -107,11 +108,11 @@ async def test_dead_worker_is_reconciled_and_its_late_writes_refused(
     )
     assert late["code"] == "unauthorized_run"
     assert sha256_of(memory_file(container, uid)) == before
-    recorder = RunRecorder(container.session_factory, dead, dead.worker_id)
+    runs = container.services.runs
     with pytest.raises(LeaseLost):
-        await recorder.event("token", {"text": "late"})
+        await runs.record_event(dead, "token", {"text": "late"})
     with pytest.raises(LeaseLost):
-        await recorder.finish("completed")
+        await runs.finish(dead, "completed")
     assert (await chat.get_run(uid, run.id)).status == "failed"
 
 
@@ -190,26 +191,31 @@ async def test_new_message_while_awaiting_approval_is_refused(
         await chat.submit(uid, thread, "hello?")
 
 
+def _use_lease(container: Container, lease_seconds: float, heartbeat_seconds: float) -> None:
+    container.settings.lease_seconds = lease_seconds
+    container.settings.heartbeat_seconds = heartbeat_seconds
+    container.services = replace(
+        container.services, runs=RunService(container.uow, lease_seconds=lease_seconds)
+    )
+
+
 async def test_heartbeat_keeps_a_long_run_alive(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from yuxi.runtime.executor import RunExecutor
-
-    container.settings.lease_seconds = 1.0
-    container.settings.heartbeat_seconds = 0.2
+    _use_lease(container, 1.0, 0.2)
     real = RunExecutor.execute
 
-    async def slow(self: RunExecutor, run, recorder):  # type: ignore[no-untyped-def]
+    async def slow(self: RunExecutor, claimed: ClaimedRun) -> None:
         await asyncio.sleep(2.5)  # > 2 leases: only renewals keep it ours
-        await real(self, run, recorder)
+        await real(self, claimed)
 
     monkeypatch.setattr(RunExecutor, "execute", slow)
     uid = await make_user(container)
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await chat.submit(uid, thread, "hello slow")
-    async with open_run_deps(container) as deps:
-        w = Worker(container, deps)
+    async with open_agent_runtime(container) as runtime:
+        w = Worker(container, runtime)
         assert await w.run_once()
     assert (await chat.get_run(uid, run.id)).status == "completed"
     assert w.stats.lost == 0
@@ -218,16 +224,15 @@ async def test_heartbeat_keeps_a_long_run_alive(
 async def test_a_worker_that_loses_its_lease_stops_and_cannot_finish(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from yuxi.runtime.executor import RunExecutor
-
-    container.settings.lease_seconds = 5.0
-    container.settings.heartbeat_seconds = 0.2
+    _use_lease(container, 5.0, 0.2)
     reached_end: list[bool] = []
 
-    async def stalls(self: RunExecutor, run, recorder):  # type: ignore[no-untyped-def]
+    async def stalls(self: RunExecutor, claimed: ClaimedRun) -> None:
         # Someone else takes the run over while we work (e.g. our lease was reconciled).
         await sql(
-            container, "UPDATE agent_runs SET worker_id = 'w_thief' WHERE id = :id", id=run.id
+            container,
+            "UPDATE agent_runs SET worker_id = 'w_thief' WHERE id = :id",
+            id=claimed.identity.run_id,
         )
         await asyncio.sleep(3)
         reached_end.append(True)
@@ -237,8 +242,8 @@ async def test_a_worker_that_loses_its_lease_stops_and_cannot_finish(
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await chat.submit(uid, thread, "hello")
-    async with open_run_deps(container) as deps:
-        w = Worker(container, deps)
+    async with open_agent_runtime(container) as runtime:
+        w = Worker(container, runtime)
         assert await w.run_once()
     assert reached_end == []  # cancelled by the heartbeat, well before the end
     assert w.stats.lost == 1

@@ -33,11 +33,12 @@ import pytest
 from sqlalchemy import select
 
 from tests.integration.factories import make_user, memory_file
-from yuxi.bootstrap import Container
+from yuxi.bootstrap import Container, open_agent_runtime
 from yuxi.db.models import AgentRun, RunEvent
+from yuxi.identity import RunIdentity
 from yuxi.repositories.agent_run_repository import AgentRunRepository
-from yuxi.runtime.persistence import LeaseLost, RunRecorder
-from yuxi.runtime.worker import Worker, open_run_deps
+from yuxi.runtime.worker import Worker
+from yuxi.services.run_service import LeaseLost
 
 from .support import ROOT, TIMEOUT, report, scale
 
@@ -183,8 +184,8 @@ async def _crash_round(
         second = _start_worker(container, tmp / f"w2-{variant}-{round_no}.log", count=2)
         await _ready(second)
         mine: list[str] = []
-        async with open_run_deps(container) as deps:
-            rival = Worker(container, deps, name="r3-in-process")
+        async with open_agent_runtime(container) as runtime:
+            rival = Worker(container, runtime, name="r3-in-process")
 
             async def reconciled() -> bool:
                 mine.extend(await rival.reconcile())
@@ -210,11 +211,12 @@ async def _crash_round(
         # The dead worker's identity can no longer write anything.
         late = await container.memory.remember_memory(**dead, content=f"{fact} (late)")
         assert late["status"] == "error" and late["code"] == "unauthorized_run", late
-        recorder = RunRecorder(container.session_factory, final, str(dead["worker_id"]))
+        runs = container.services.runs
+        dead_identity = RunIdentity(**dead)
         with pytest.raises(LeaseLost):
-            await recorder.event("token", {"text": "late"})
+            await runs.record_event(dead_identity, "token", {"text": "late"})
         with pytest.raises(LeaseLost):
-            await recorder.finish("completed", output={"reply": "late"})
+            await runs.finish(dead_identity, "completed", output={"reply": "late"})
         stats["late_writes_refused"] += 3
 
         async def queued_done() -> bool:

@@ -2,8 +2,9 @@
 
 A run is claimed by exactly one worker at a time. Each claim writes a fresh ``worker_id`` token and
 a lease that ends at ``lease_expires_at``; the owner renews it with heartbeats. Every check of
-"is this lease still alive?" is made **by the database clock** (``now()``), never the app's: app
-servers' clocks drift, the database is the one clock every worker shares.
+"is this lease still alive?" is :func:`owned_live_lease`, made **by the database clock**
+(``now()``), never the app's: app servers' clocks drift, the database is the one clock every
+worker shares. The lease statements themselves are built in :mod:`._run_lease`.
 
 Never commits: the service that calls it owns the transaction. ``now()`` is the transaction start
 time, so callers keep lease transactions short.
@@ -11,35 +12,38 @@ time, so callers keep lease transactions short.
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from yuxi.db.models import AgentRun
 from yuxi.errors import ActiveRunExists, Conflict
+from yuxi.repositories import _run_lease as lease
+from yuxi.repositories._run_lease import (
+    LEASE_EXPIRED,
+    PARENT_RUN_ENDED,
+    new_worker_id,
+    owned_live_lease,
+)
+from yuxi.vocabulary import CLAIMABLE_RUN_TYPES, MEMORY_WRITE_RUN_TYPES, SETTLED_RUN_STATUSES
 
-TERMINAL_STATUSES = ("completed", "failed", "cancelled", "interrupted")
-CLAIMABLE_RUN_TYPES = ("chat", "resume")
-MEMORY_WRITE_RUN_TYPES = ("chat", "resume")
-LEASE_EXPIRED = "worker_lease_expired"
-
+__all__ = [
+    "LEASE_EXPIRED",
+    "PARENT_RUN_ENDED",
+    "AgentRunRepository",
+    "MemoryWriteAuthorization",
+    "new_worker_id",
+    "owned_live_lease",
+]
 
 _USER_MEMORY_LOCK = text(
     "SELECT pg_advisory_xact_lock(hashtextextended('user-memory:' || :uid, 0))"
 )
-
-
-def new_worker_id() -> str:
-    """A token unique to one claim attempt (never reused, not guessable)."""
-    return "w_" + secrets.token_hex(16)
 
 
 @dataclass(frozen=True)
@@ -151,70 +155,49 @@ class AgentRunRepository:
     # -- the lease ----------------------------------------------------------------------------
 
     async def claim_next(self, *, lease_seconds: float) -> AgentRun | None:
-        """Claim the oldest pending chat/resume run for a fresh ``worker_id``.
-
-        ``FOR UPDATE SKIP LOCKED`` lets many workers claim concurrently without blocking on or
-        double-claiming the same row.
-        """
-        candidate = (
-            select(AgentRun.id)
-            .where(AgentRun.status == "pending", AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES))
-            .order_by(AgentRun.created_at, AgentRun.id)
-            .limit(1)
-            .with_for_update(skip_locked=True)
-            .scalar_subquery()
-        )
-        return await self._claim(candidate, lease_seconds)
+        """Claim the oldest pending chat/resume run for a fresh ``worker_id``."""
+        return await self._claim(lease.oldest_pending(), lease_seconds)
 
     async def claim(self, run_id: str, *, lease_seconds: float) -> AgentRun | None:
         """Claim one specific pending run (used by tests and by ``?wait`` fast paths)."""
-        candidate = (
-            select(AgentRun.id)
-            .where(AgentRun.id == run_id, AgentRun.status == "pending")
-            .with_for_update(skip_locked=True)
-            .scalar_subquery()
-        )
-        return await self._claim(candidate, lease_seconds)
+        return await self._claim(lease.pending(run_id), lease_seconds)
 
     async def _claim(self, candidate: Any, lease_seconds: float) -> AgentRun | None:
-        stmt = (
-            update(AgentRun)
-            .where(AgentRun.id == candidate)
-            .values(
-                status="running",
-                worker_id=new_worker_id(),
-                attempt=AgentRun.attempt + 1,
-                heartbeat_at=func.now(),
-                lease_expires_at=func.now() + timedelta(seconds=lease_seconds),
-                started_at=func.coalesce(AgentRun.started_at, func.now()),
-            )
-            .returning(AgentRun.id)
-        )
-        claimed = (await self.session.execute(stmt)).scalar_one_or_none()
-        if claimed is None:
-            return None
-        return await self.get(claimed)
-
-    def _owned_alive(self, run_id: str, worker_id: str) -> Any:
-        return and_(
-            AgentRun.id == run_id,
-            AgentRun.worker_id == worker_id,
-            AgentRun.status == "running",
-            AgentRun.lease_expires_at > func.now(),
-        )
+        claimed = (
+            await self.session.execute(lease.claim(candidate, lease_seconds))
+        ).scalar_one_or_none()
+        return None if claimed is None else await self.get(claimed)
 
     async def renew_lease(self, run_id: str, worker_id: str, *, lease_seconds: float) -> bool:
         """Extend the lease; only the owner of an unexpired lease can. False = lease lost."""
-        stmt = (
-            update(AgentRun)
-            .where(self._owned_alive(run_id, worker_id))
-            .values(
-                heartbeat_at=func.now(),
-                lease_expires_at=func.now() + timedelta(seconds=lease_seconds),
-            )
-            .returning(AgentRun.id)
+        cancel = await self.renew_lease_and_read_cancel(
+            run_id, worker_id, lease_seconds=lease_seconds
         )
-        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+        return cancel is not None
+
+    async def renew_lease_and_read_cancel(
+        self, run_id: str, worker_id: str, *, lease_seconds: float
+    ) -> bool | None:
+        """Extend the lease and return the run's cancel request, in one statement.
+
+        ``None`` = the lease is lost (not renewed); otherwise whether a cancel was requested.
+        """
+        stmt = lease.renew(run_id, worker_id, lease_seconds)
+        row = (await self.session.execute(stmt)).one_or_none()
+        return None if row is None else bool(row.cancel_requested)
+
+    async def lock_live_lease(self, run_id: str, worker_id: str) -> bool:
+        """``SELECT … FOR SHARE`` the run if ``worker_id`` owns a live lease on it.
+
+        Held to the end of the caller's transaction, so neither reconciliation nor another
+        claim can change the lease under the writes made in it. False = the lease is lost.
+        """
+        row = await self.session.execute(
+            select(AgentRun.id)
+            .where(owned_live_lease(run_id, worker_id))
+            .with_for_update(read=True)
+        )
+        return row.scalar_one_or_none() is not None
 
     async def finish(
         self,
@@ -227,11 +210,11 @@ class AgentRunRepository:
         output: dict[str, Any] | None = None,
     ) -> bool:
         """Move an owned, unexpired, running run to a terminal status. False = not the owner."""
-        if status not in TERMINAL_STATUSES:
+        if status not in SETTLED_RUN_STATUSES:
             raise ValueError(f"not a terminal status: {status}")
         stmt = (
             update(AgentRun)
-            .where(self._owned_alive(run_id, worker_id))
+            .where(owned_live_lease(run_id, worker_id))
             .values(
                 status=status,
                 finished_at=func.now(),
@@ -245,58 +228,40 @@ class AgentRunRepository:
         return (await self.session.execute(stmt)).scalar_one_or_none() is not None
 
     async def reconcile_expired(self, *, limit: int = 100) -> list[str]:
-        """Fail every running run whose lease ran out (by the database clock)."""
-        expired = (
-            select(AgentRun.id)
-            .where(
-                AgentRun.status == "running",
-                AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES),
-                AgentRun.lease_expires_at <= func.now(),
-            )
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
+        """Fail every running run whose lease ran out (by the database clock), then every
+        SubAgent run orphaned by a parent that is over."""
+        failed = await self.fail_expired_leases(limit=limit)
+        return failed + await self.fail_orphaned_subagents(limit=limit)
+
+    async def fail_expired_leases(self, *, limit: int = 100) -> list[str]:
+        """Fail running top-level runs whose lease ran out, as :data:`LEASE_EXPIRED`."""
+        return list((await self.session.execute(lease.fail_expired(limit))).scalars())
+
+    async def fail_orphaned_subagents(self, *, limit: int = 100) -> list[str]:
+        """A SubAgent run executes inside its parent's worker; if the parent is over (its
+        worker died mid-delegation), the child can never finish: fail it as
+        :data:`PARENT_RUN_ENDED`."""
+        stmt = lease.fail_orphaned_subagents(limit)
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def finish_subagent(
+        self, run_id: str, *, status: str, output: dict[str, Any] | None
+    ) -> bool:
+        """Settle a running SubAgent run (it holds no lease: its parent's worker runs it).
+        False = it was already settled (e.g. failed as orphaned by reconciliation)."""
+        if status not in SETTLED_RUN_STATUSES:
+            raise ValueError(f"not a terminal status: {status}")
         stmt = (
             update(AgentRun)
-            .where(AgentRun.id.in_(expired.scalar_subquery()))
-            .values(
-                status="failed",
-                finished_at=func.now(),
-                error_code=LEASE_EXPIRED,
-                error_message="the worker's lease expired before the run finished",
-            )
-            .returning(AgentRun.id)
-        )
-        failed = list((await self.session.execute(stmt)).scalars())
-        return failed + await self._reconcile_orphaned_subagents(limit)
-
-    async def _reconcile_orphaned_subagents(self, limit: int) -> list[str]:
-        """A SubAgent run executes inside its parent's worker; if the parent is over (its
-        worker died mid-delegation), the child can never finish: fail it too."""
-        parent = aliased(AgentRun)
-        orphaned = (
-            select(AgentRun.id)
-            .join(parent, parent.id == AgentRun.created_by_run_id)
             .where(
+                AgentRun.id == run_id,
                 AgentRun.run_type == "subagent",
                 AgentRun.status == "running",
-                parent.status.in_(TERMINAL_STATUSES),
             )
-            .limit(limit)
-            .with_for_update(of=AgentRun, skip_locked=True)
-        )
-        stmt = (
-            update(AgentRun)
-            .where(AgentRun.id.in_(orphaned.scalar_subquery()))
-            .values(
-                status="failed",
-                finished_at=func.now(),
-                error_code="parent_run_ended",
-                error_message="the parent run ended before the SubAgent finished",
-            )
+            .values(status=status, finished_at=func.now(), output=output)
             .returning(AgentRun.id)
         )
-        return list((await self.session.execute(stmt)).scalars())
+        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
 
     async def request_cancel(self, uid: str, run_id: str) -> bool:
         stmt = (

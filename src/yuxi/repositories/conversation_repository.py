@@ -262,6 +262,27 @@ class ConversationRepository:
         if (await self.session.execute(stmt)).scalar_one_or_none() is None:
             raise NotFound("tool call not found")
 
+    async def find_thread_tool_call(
+        self, uid: str, thread_id: str, tool_call_id: str
+    ) -> int | None:
+        """The newest ToolCall row with ``tool_call_id`` in the user's thread (its primary key).
+
+        A tool call may have been proposed by an earlier run of the thread (approval → resume).
+        """
+        row = await self.session.execute(
+            select(ToolCall.id)
+            .join(Message, Message.id == ToolCall.message_id)
+            .join(Conversation, Conversation.id == Message.conversation_id)
+            .where(
+                Conversation.thread_id == thread_id,
+                Conversation.uid == uid,
+                ToolCall.tool_call_id == tool_call_id,
+            )
+            .order_by(ToolCall.id.desc())
+            .limit(1)
+        )
+        return row.scalar_one_or_none()
+
     async def list_messages(self, conversation_id: int, *, limit: int = 200) -> list[Message]:
         """The latest ``limit`` messages of a thread, chronological — for the owner's API view.
 

@@ -2,46 +2,44 @@
 
 Appends by a worker are fenced by its lease: an event is only written while the appending worker
 still owns a live lease on the run, so a worker that lost its lease cannot add to the record.
+The fence is :func:`~yuxi.repositories.agent_run_repository.owned_live_lease`, the one
+definition of a live lease, inside the same ``INSERT … SELECT … WHERE EXISTS`` statement.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import ColumnElement, String, exists, func, insert, literal, select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql.expression import bindparam
 
 from yuxi.db.models import RunEvent
+from yuxi.repositories.agent_run_repository import owned_live_lease
 
-_APPEND_FENCED = text(
-    """
-    INSERT INTO run_events (run_id, seq, event_type, data)
-    SELECT CAST(:run_id AS varchar),
-           COALESCE((SELECT max(seq) FROM run_events WHERE run_id = CAST(:run_id AS varchar)), 0)
-             + 1,
-           CAST(:event_type AS varchar), :data
-    WHERE EXISTS (
-        SELECT 1 FROM agent_runs
-        WHERE id = CAST(:run_id AS varchar)
-          AND worker_id = CAST(:worker_id AS varchar) AND status = 'running'
-          AND lease_expires_at > now()
+
+def _append_statement(
+    run_id: str, event_type: str, data: dict[str, Any], fence: ColumnElement[bool] | None
+) -> Any:
+    """``INSERT INTO run_events … SELECT <next seq> [WHERE EXISTS (fence)] RETURNING seq``."""
+    next_seq = (
+        select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
+        .where(RunEvent.run_id == run_id)
+        .scalar_subquery()
     )
-    RETURNING seq
-    """
-).bindparams(bindparam("data", type_=JSONB))
-
-_APPEND = text(
-    """
-    INSERT INTO run_events (run_id, seq, event_type, data)
-    SELECT CAST(:run_id AS varchar),
-           COALESCE((SELECT max(seq) FROM run_events WHERE run_id = CAST(:run_id AS varchar)), 0)
-             + 1,
-           CAST(:event_type AS varchar), :data
-    RETURNING seq
-    """
-).bindparams(bindparam("data", type_=JSONB))
+    row = select(
+        literal(run_id, String),
+        next_seq,
+        literal(event_type, String),
+        literal(data, type_=JSONB),
+    )
+    if fence is not None:
+        row = row.where(exists().where(fence))
+    return (
+        insert(RunEvent)
+        .from_select(["run_id", "seq", "event_type", "data"], row)
+        .returning(RunEvent.seq)
+    )
 
 
 class RunEventRepository:
@@ -52,18 +50,13 @@ class RunEventRepository:
         self, run_id: str, worker_id: str, event_type: str, data: dict[str, Any]
     ) -> int | None:
         """Append while ``worker_id`` holds a live lease. None = the lease is gone."""
-        row = await self.session.execute(
-            _APPEND_FENCED,
-            {"run_id": run_id, "worker_id": worker_id, "event_type": event_type, "data": data},
-        )
-        return row.scalar_one_or_none()
+        stmt = _append_statement(run_id, event_type, data, owned_live_lease(run_id, worker_id))
+        return (await self.session.execute(stmt)).scalar_one_or_none()
 
     async def append(self, run_id: str, event_type: str, data: dict[str, Any]) -> int:
         """Unfenced append, for the service itself (run created, reconciled, SubAgent runs)."""
-        row = await self.session.execute(
-            _APPEND, {"run_id": run_id, "event_type": event_type, "data": data}
-        )
-        return int(row.scalar_one())
+        stmt = _append_statement(run_id, event_type, data, None)
+        return int((await self.session.execute(stmt)).scalar_one())
 
     async def list_after(self, run_id: str, after_seq: int = 0, limit: int = 500) -> list[RunEvent]:
         rows = await self.session.execute(

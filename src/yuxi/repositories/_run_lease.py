@@ -1,0 +1,147 @@
+"""The statements of the AgentRun lease, for :class:`AgentRunRepository` to execute.
+
+Every check of "is this lease still alive?" is :func:`owned_live_lease`, made **by the database
+clock** (``now()``), never the app's: app servers' clocks drift, the database is the one clock
+every worker shares.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Update, and_, func, select, update
+from sqlalchemy.orm import aliased
+
+from yuxi.db.models import AgentRun
+from yuxi.vocabulary import CLAIMABLE_RUN_TYPES, SETTLED_RUN_STATUSES
+
+#: ``error_code`` of a top-level run whose worker's lease ran out before it finished.
+LEASE_EXPIRED = "worker_lease_expired"
+#: ``error_code`` of a SubAgent run whose parent run ended before it finished.
+PARENT_RUN_ENDED = "parent_run_ended"
+
+
+def new_worker_id() -> str:
+    """A token unique to one claim attempt (never reused, not guessable)."""
+    return "w_" + secrets.token_hex(16)
+
+
+def owned_live_lease(run_id: str, worker_id: str) -> ColumnElement[bool]:
+    """THE "this worker still owns a live lease on the run" condition over ``agent_runs``.
+
+    Every lease-fenced statement (renew, finish, the record fence, the fenced event append)
+    uses this one expression; nothing restates it.
+    """
+    return and_(
+        AgentRun.id == run_id,
+        AgentRun.worker_id == worker_id,
+        AgentRun.status == "running",
+        AgentRun.lease_expires_at > func.now(),
+    )
+
+
+def _lease_end(lease_seconds: float) -> Any:
+    return func.now() + timedelta(seconds=lease_seconds)
+
+
+def oldest_pending() -> Any:
+    """The oldest pending chat/resume run; ``FOR UPDATE SKIP LOCKED`` lets many workers claim
+    concurrently without blocking on or double-claiming the same row."""
+    return (
+        select(AgentRun.id)
+        .where(AgentRun.status == "pending", AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES))
+        .order_by(AgentRun.created_at, AgentRun.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+
+
+def pending(run_id: str) -> Any:
+    return (
+        select(AgentRun.id)
+        .where(AgentRun.id == run_id, AgentRun.status == "pending")
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+
+
+def claim(candidate: Any, lease_seconds: float) -> Update:
+    """Start the candidate run for a fresh worker token. ``RETURNING`` the run id."""
+    return (
+        update(AgentRun)
+        .where(AgentRun.id == candidate)
+        .values(
+            status="running",
+            worker_id=new_worker_id(),
+            attempt=AgentRun.attempt + 1,
+            heartbeat_at=func.now(),
+            lease_expires_at=_lease_end(lease_seconds),
+            started_at=func.coalesce(AgentRun.started_at, func.now()),
+        )
+        .returning(AgentRun.id)
+    )
+
+
+def renew(run_id: str, worker_id: str, lease_seconds: float) -> Update:
+    """Extend an owned live lease. ``RETURNING`` the run's cancel request."""
+    return (
+        update(AgentRun)
+        .where(owned_live_lease(run_id, worker_id))
+        .values(heartbeat_at=func.now(), lease_expires_at=_lease_end(lease_seconds))
+        .returning(AgentRun.cancel_requested)
+    )
+
+
+def fail_expired(limit: int) -> Update:
+    """Fail running top-level runs whose lease ran out. ``RETURNING`` their ids."""
+    expired = (
+        select(AgentRun.id)
+        .where(
+            AgentRun.status == "running",
+            AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES),
+            AgentRun.lease_expires_at <= func.now(),
+        )
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return (
+        update(AgentRun)
+        .where(AgentRun.id.in_(expired.scalar_subquery()))
+        .values(
+            status="failed",
+            finished_at=func.now(),
+            error_code=LEASE_EXPIRED,
+            error_message="the worker's lease expired before the run finished",
+        )
+        .returning(AgentRun.id)
+    )
+
+
+def fail_orphaned_subagents(limit: int) -> Update:
+    """Fail running SubAgent runs whose parent run is settled. ``RETURNING`` their ids."""
+    parent = aliased(AgentRun)
+    orphaned = (
+        select(AgentRun.id)
+        .join(parent, parent.id == AgentRun.created_by_run_id)
+        .where(
+            AgentRun.run_type == "subagent",
+            AgentRun.status == "running",
+            parent.status.in_(SETTLED_RUN_STATUSES),
+        )
+        .limit(limit)
+        .with_for_update(of=AgentRun, skip_locked=True)
+    )
+    return (
+        update(AgentRun)
+        .where(AgentRun.id.in_(orphaned.scalar_subquery()))
+        .values(
+            status="failed",
+            finished_at=func.now(),
+            error_code=PARENT_RUN_ENDED,
+            error_message="the parent run ended before the SubAgent finished",
+        )
+        .returning(AgentRun.id)
+    )

@@ -1,0 +1,75 @@
+"""Build the chatbot graph, and its input, for one claimed run.
+
+The graph gets the shared context (``build_agent_input_context``: the chat prompt plus AGENTS.md
+and USER.md), the memory and lookback services (the memory middleware decides per run whether
+memory is on), a memory snapshot callback that records what the run saw, and the delegate tool
+backed by a :class:`SubagentRunner`. It is invoked with ``context=claimed.identity``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain.tools import ToolRuntime
+from langchain_core.messages import HumanMessage
+from langgraph.types import Command
+
+from yuxi.agents.context import build_agent_input_context
+from yuxi.agents.graphs.chatbot import AgentGraph, build_chatbot_graph
+from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
+from yuxi.agents.tools.delegate import make_delegate_tool
+from yuxi.runtime.subagent_runner import SubagentRunner
+from yuxi.services.memory_service import MemorySnapshot
+from yuxi.services.run_service import ClaimedRun, RunService
+from yuxi.workspace.filesystem import Workspace
+
+if TYPE_CHECKING:
+    from yuxi.bootstrap import AgentRuntime, Services
+
+__all__ = ["assemble_chatbot_graph", "build_graph_input"]
+
+REJECTION_MESSAGE = "The user rejected this action."
+
+
+async def assemble_chatbot_graph(
+    claimed: ClaimedRun, *, services: Services, runtime: AgentRuntime, workspace: Workspace
+) -> AgentGraph:
+    identity = claimed.identity
+    runs = services.runs
+    await workspace.ensure_user_workspace()
+    agent_input = await build_agent_input_context(
+        workspace=workspace, identity=identity, base_prompt=CHAT_SYSTEM_PROMPT
+    )
+
+    async def on_snapshot(snapshot: MemorySnapshot) -> None:
+        await runs.record_memory_snapshot(identity, snapshot.sha256, snapshot.size)
+
+    subagents = SubagentRunner(runs, runtime.model, workspace)
+
+    async def run_subagent(task: str, tool_runtime: ToolRuntime[Any, Any]) -> str:
+        # The delegate tool has checked that tool_runtime.context is this top-level run.
+        return await subagents.run(identity, task)
+
+    return await build_chatbot_graph(
+        model=runtime.model,
+        memory=services.memory,
+        lookback=services.lookback,
+        workspace=workspace,
+        context=identity,
+        system_prompt=agent_input.system_prompt,
+        delegate_tool=make_delegate_tool(run_subagent),
+        checkpointer=runtime.checkpointer,
+        on_snapshot=on_snapshot,
+    )
+
+
+async def build_graph_input(claimed: ClaimedRun, runs: RunService) -> Any:
+    """A chat run's user message, or a resume run's decision for every interrupted action."""
+    if claimed.run_type != "resume":
+        return {"messages": [HumanMessage(content=str(claimed.input_payload.get("input", "")))]}
+    count = max(1, len(await runs.interrupted_action_requests(claimed)))
+    if claimed.input_payload.get("decision") == "approve":
+        decisions: list[dict[str, str]] = [{"type": "approve"} for _ in range(count)]
+    else:
+        decisions = [{"type": "reject", "message": REJECTION_MESSAGE} for _ in range(count)]
+    return Command(resume={"decisions": decisions})

@@ -1,0 +1,190 @@
+"""RunService on real PostgreSQL: the typed claim, the one-transaction heartbeat, the lease
+fence on every record, reconciliation codes and the SubAgent records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from yuxi.bootstrap import Container
+from yuxi.identity import RunIdentity
+from yuxi.services.run_service import (
+    ClaimedRun,
+    LeaseLost,
+    ProposedToolCall,
+    ReconciledRun,
+    ToolOutcome,
+)
+
+from .factories import make_run, make_user, sql
+
+
+async def _rows(c: Container, statement: str, **params: object) -> list[Any]:
+    async with c.session_factory() as s:
+        return list((await s.execute(text(statement), params)).all())
+
+
+async def _claimed(c: Container) -> ClaimedRun:
+    uid = await make_user(c)
+    pending = await make_run(c, uid, claim=False)
+    claimed = await c.services.runs.claim(pending.run_id)
+    assert claimed is not None
+    return claimed
+
+
+async def _expire(c: Container, run_id: str) -> None:
+    await sql(
+        c,
+        "UPDATE agent_runs SET lease_expires_at = now() - interval '1 second' WHERE id = :id",
+        id=run_id,
+    )
+
+
+async def test_a_claim_is_typed_and_carries_one_identity(container: Container) -> None:
+    uid = await make_user(container)
+    pending = await make_run(container, uid, claim=False)
+    claimed = await container.services.runs.claim_next()
+    assert claimed is not None
+    assert (claimed.run_type, claimed.attempt, claimed.created_by_run_id) == ("chat", 1, None)
+    assert claimed.identity.run_id == pending.run_id
+    assert claimed.identity.uid == uid and claimed.identity.thread_id == pending.thread_id
+    assert claimed.identity.request_id == pending.request_id
+    assert claimed.identity.holds_lease
+    assert await container.services.runs.claim_next() is None
+    assert await container.services.runs.claim(pending.run_id) is None  # not pending any more
+
+
+async def test_heartbeat_renews_and_reads_the_cancel_request(container: Container) -> None:
+    runs = container.services.runs
+    claimed = await _claimed(container)
+    beat = await runs.heartbeat(claimed.identity)
+    assert (beat.alive, beat.cancel_requested) == (True, False)
+    await sql(container, "UPDATE agent_runs SET cancel_requested = true")
+    beat = await runs.heartbeat(claimed.identity)
+    assert (beat.alive, beat.cancel_requested) == (True, True)
+    await _expire(container, claimed.identity.run_id)
+    beat = await runs.heartbeat(claimed.identity)
+    assert (beat.alive, beat.cancel_requested) == (False, False)
+
+
+async def test_every_record_is_fenced_by_the_lease(container: Container) -> None:
+    runs = container.services.runs
+    claimed = await _claimed(container)
+    me = claimed.identity
+    await runs.record_tool_calls(me, "", [ProposedToolCall("c1", "read_workspace_file", {})])
+    await runs.record_tool_result(me, ToolOutcome("c1", "read_workspace_file", "boom", "error"))
+    await runs.record_reply(me, "hi")
+    await runs.record_memory_snapshot(me, "ab" * 32, 3)
+    calls = await _rows(container, "SELECT status, output, error FROM tool_calls")
+    assert [tuple(r) for r in calls] == [("error", "boom", "boom")]
+    await _expire(container, me.run_id)
+    before = await _rows(container, "SELECT count(*) FROM run_events")
+    messages = await _rows(container, "SELECT count(*) FROM messages")
+    writes = [
+        runs.record_event(me, "token", {"text": "late"}),
+        runs.record_tool_calls(me, "", [ProposedToolCall("c2", "x", {})]),
+        runs.record_tool_result(me, ToolOutcome("c2", "x", "late", "success")),
+        runs.record_reply(me, "late"),
+        runs.record_memory_snapshot(me, "cd" * 32, 4),
+        runs.finish(me, "completed"),
+        runs.start_subagent(me, "late task"),
+    ]
+    for write in writes:
+        with pytest.raises(LeaseLost):
+            await write
+    assert await _rows(container, "SELECT count(*) FROM run_events") == before
+    assert await _rows(container, "SELECT count(*) FROM messages") == messages
+
+
+async def test_a_subagent_identity_holds_no_lease(container: Container) -> None:
+    runs = container.services.runs
+    claimed = await _claimed(container)
+    child = await runs.start_subagent(claimed.identity, "summarize")
+    assert child.worker_id is None and not child.holds_lease
+    for write in (
+        runs.record_event(child, "token", {"text": "x"}),
+        runs.record_reply(child, "x"),
+        runs.finish(child, "completed"),
+        runs.heartbeat(child),
+    ):
+        with pytest.raises(LeaseLost):
+            await write
+
+
+async def test_subagent_records(container: Container) -> None:
+    runs = container.services.runs
+    claimed = await _claimed(container)
+    child = await runs.start_subagent(claimed.identity, "summarize the notes")
+    assert child.uid == claimed.identity.uid and child.thread_id != claimed.identity.thread_id
+    row = await _rows(
+        container,
+        "SELECT run_type, status, worker_id, created_by_run_id FROM agent_runs WHERE id = :id",
+        id=child.run_id,
+    )
+    assert [tuple(r) for r in row] == [("subagent", "running", None, claimed.identity.run_id)]
+    assert await runs.finish_subagent(child, "completed", "the summary")
+    assert not await runs.finish_subagent(child, "failed", "too late")  # settled once
+    row = await _rows(
+        container, "SELECT status, output FROM agent_runs WHERE id = :id", id=child.run_id
+    )
+    assert [tuple(r) for r in row] == [("completed", {"reply": "the summary"})]
+    texts = await _rows(
+        container,
+        "SELECT m.role, m.content FROM messages m JOIN conversations c "
+        "ON c.id = m.conversation_id WHERE c.thread_id = :t ORDER BY m.id",
+        t=child.thread_id,
+    )
+    assert [tuple(r) for r in texts] == [
+        ("user", "summarize the notes"),
+        ("assistant", "the summary"),
+    ]
+
+
+async def test_reconcile_records_the_code_each_run_got(container: Container) -> None:
+    runs = container.services.runs
+    claimed = await _claimed(container)
+    child = await runs.start_subagent(claimed.identity, "task")
+    assert await runs.reconcile() == []
+    await _expire(container, claimed.identity.run_id)
+    reconciled = await runs.reconcile()
+    assert reconciled == [
+        ReconciledRun(claimed.identity.run_id, "worker_lease_expired"),
+        ReconciledRun(child.run_id, "parent_run_ended"),
+    ]
+    for run in reconciled:
+        rows = await _rows(
+            container,
+            "SELECT r.error_code, e.data FROM agent_runs r JOIN run_events e ON e.run_id = r.id "
+            "WHERE r.id = :id AND e.event_type = 'run_status'",
+            id=run.run_id,
+        )
+        assert [(code, data["error"]["code"]) for code, data in rows] == [
+            (run.error_code, run.error_code)
+        ]
+    assert await runs.reconcile() == []
+
+
+async def test_resume_reads_the_interrupted_action_requests(container: Container) -> None:
+    runs = container.services.runs
+    claimed = await _claimed(container)
+    requests = [{"name": "write_workspace_file", "args": {"path": "a.md"}}]
+    await runs.finish(
+        claimed.identity, "interrupted", output={"interrupt": {"action_requests": requests}}
+    )
+    resume = ClaimedRun(
+        identity=RunIdentity(claimed.identity.uid, claimed.identity.thread_id, "r2", "q2", "w_x"),
+        run_type="resume",
+        input_payload={"decision": "approve"},
+        attempt=1,
+        created_by_run_id=claimed.identity.run_id,
+    )
+    assert await runs.interrupted_action_requests(resume) == requests
+    other_user = RunIdentity("someone-else", claimed.identity.thread_id, "r3", "q3", "w_y")
+    assert (
+        await runs.interrupted_action_requests(
+            ClaimedRun(other_user, "resume", {}, 1, claimed.identity.run_id)
+        )
+        == []
+    )
