@@ -135,7 +135,7 @@ async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime
     API alone never imports the model stack or opens the checkpointer's pool.
     """
     from yuxi.agents.models.factory import build_chat_model
-    from yuxi.runtime.checkpointer import open_checkpointer
+    from yuxi.db.checkpointer import open_checkpointer
 
     async with open_checkpointer(container.database_url) as checkpointer:
         yield AgentRuntime(model=build_chat_model(container.settings), checkpointer=checkpointer)
