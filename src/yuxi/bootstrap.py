@@ -86,7 +86,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
 
     services = Services(
         chat=ChatService(sessions),
-        memory=MemoryService(sessions, root, workspaces),
+        memory=MemoryService(uow, root, workspaces),
         lookback=LookbackService(uow),
     )
     return Container(

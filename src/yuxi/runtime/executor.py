@@ -29,8 +29,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from yuxi.agents.context import RunIdentity, build_agent_input_context
 from yuxi.agents.graphs.chatbot import build_chatbot_graph
 from yuxi.agents.graphs.subagent import build_subagent_graph
-from yuxi.agents.tools.delegate import make_delegate_tool
+from yuxi.agents.tools.delegate import SubagentReply, make_delegate_tool
 from yuxi.db.models import AgentRun
+from yuxi.errors import SubagentFailed
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.runtime.persistence import LeaseLost, RunRecorder
@@ -251,12 +252,14 @@ class RunExecutor:
     # -- SubAgent delegation ------------------------------------------------------------------
 
     def _subagent_runner(self, parent: AgentRun, workspace: Workspace) -> Any:
-        async def run_subagent(task: str, runtime: Any) -> str:
+        async def run_subagent(task: str, runtime: Any) -> SubagentReply:
             return await self._run_subagent(parent, workspace, task)
 
         return run_subagent
 
-    async def _run_subagent(self, parent: AgentRun, workspace: Workspace, task: str) -> str:
+    async def _run_subagent(
+        self, parent: AgentRun, workspace: Workspace, task: str
+    ) -> SubagentReply:
         """Run the SubAgent graph in a persisted child thread with its own ``subagent`` run.
 
         The SubAgent never gets the memory middleware, and its context carries no worker_id,
@@ -312,15 +315,9 @@ class RunExecutor:
                 .where(AgentRun.id == sub_run.id, AgentRun.status == "running")
                 .values(status=status, finished_at=func.now(), output={"reply": reply})
             )
-        return json.dumps(
-            {
-                "status": "ok" if status == "completed" else "error",
-                "thread_id": child.thread_id,
-                "reply": reply,
-            },
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+        if status != "completed":
+            raise SubagentFailed(f"{reply} (child thread {child.thread_id})")
+        return SubagentReply(reply=reply, thread_id=child.thread_id)
 
 
 __all__ = ["RunDeps", "RunExecutor"]
