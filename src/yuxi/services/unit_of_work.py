@@ -14,6 +14,7 @@ until the block commits or rolls back.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from types import TracebackType
 from typing import Self
@@ -59,6 +60,13 @@ class UnitOfWork:
         self._session = None
         if session is None:
             return
+        # Like AsyncSession.__aexit__: end the session in its own task, shielded, so that a
+        # cancelled caller cannot leak a checked-out connection — and so that leaving a block
+        # always yields to the event loop (a writer failing fast against a dead server must
+        # not starve every other task).
+        await asyncio.shield(asyncio.ensure_future(self._end(session)))
+
+    async def _end(self, session: AsyncSession) -> None:
         try:
             if not self._committed:
                 await session.rollback()
