@@ -14,6 +14,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from yuxi.agents.tools.tool_result import tool_outcome
+from yuxi.identity import RunIdentity
+
 from ._fixtures import naive_append
 
 
@@ -31,7 +34,9 @@ async def _ours_writer(
     start = time.monotonic()
     for content in contents:
         t0 = time.perf_counter_ns()
-        result = await memory.remember_memory(**identity, content=content)
+        result, _ = await tool_outcome(
+            lambda c=content: memory.remember_memory(RunIdentity(**identity), c)
+        )
         latencies.append((time.perf_counter_ns() - t0) / 1e6)
         statuses.append(str(result.get("status")) + ":" + str(result.get("code", "")))
     return {

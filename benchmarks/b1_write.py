@@ -30,13 +30,13 @@ from typing import Any
 
 from sqlalchemy import text
 
+from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.user_repository import UserRepository
 from yuxi.services._memory_lock import memory_file_lock
 
 from ._env import BenchEnv
 from ._fixtures import (
-    as_kwargs,
     durable_publish,
     make_claimed_run,
     make_user,
@@ -92,7 +92,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         await diag_ws.replace_authorized_file(diag_ws.MEMORY_PATH, base)
 
     async def ours(r: int) -> None:
-        result = await memory.remember_memory(**as_kwargs(ident), content=fact(r))
+        result, _ = await tool_outcome(lambda: memory.remember_memory(ident, fact(r)))
         if result.get("status") != "updated":
             failures["ours"] += 1
 
@@ -107,7 +107,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
 
     async def diag_ours_sql(_: int) -> None:
         async with c.session_factory() as session, session.begin():
-            auth = await AgentRunRepository(session).lock_memory_write(**as_kwargs(ident))
+            auth = await AgentRunRepository(session).lock_memory_write(ident)
             assert auth.ok, auth.reason
             assert await UserRepository(session).memory_enabled(uid)
 

@@ -31,6 +31,7 @@ from typing import Any
 import psycopg
 from sqlalchemy.dialects import postgresql
 
+from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.repositories._history_queries import search_statement
 from yuxi.services.lookback_service import LookbackService
 
@@ -193,17 +194,21 @@ def _op(
         query = SEARCH_KINDS[kind]
 
         async def search(_: int) -> None:
-            result = await memory.search_thread_messages(uid=uid, query=query, limit=5)
+            result, _ = await tool_outcome(
+                lambda: memory.search_thread_messages(uid=uid, query=query, limit=5)
+            )
             checks[name] = result.get("code") or len(result.get("items", []))
 
         return search
 
     async def read(_: int) -> None:
-        result = await memory.read_thread_messages(
-            uid=uid,
-            thread_id=thread_id,
-            message_id=anchor if kind == "read_anchored" else None,
-            limit=20,
+        result, _ = await tool_outcome(
+            lambda: memory.read_thread_messages(
+                uid=uid,
+                thread_id=thread_id,
+                message_id=anchor if kind == "read_anchored" else None,
+                limit=20,
+            )
         )
         checks[name] = result.get("code") or len(result.get("messages", []))
 

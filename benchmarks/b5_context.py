@@ -27,6 +27,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from yuxi.agents.context import RunIdentity, build_agent_input_context
 from yuxi.agents.middlewares.memory import create_memory_middleware, render_memory_block
 from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
+from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.agents.tools.workspace_tools import make_workspace_tools
 from yuxi.repositories._history_budget import compact_json
 from yuxi.workspace.filesystem import Workspace
@@ -99,12 +100,16 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
         workspace_tools + memory_tools
     )
 
-    search = await lookback.search_thread_messages(uid=uid, query=TERMS["common_en"], limit=5)
+    search, _ = await tool_outcome(
+        lambda: lookback.search_thread_messages(uid=uid, query=TERMS["common_en"], limit=5)
+    )
     items = search.get("items", [])
     read: dict[str, Any] = {}
     if items:
-        read = await lookback.read_thread_messages(
-            uid=uid, thread_id=items[0]["thread_id"], message_id=items[0]["message_id"]
+        read, _ = await tool_outcome(
+            lambda: lookback.read_thread_messages(
+                uid=uid, thread_id=items[0]["thread_id"], message_id=items[0]["message_id"]
+            )
         )
     search_bytes = len(compact_json(search).encode("utf-8"))
     read_bytes = len(compact_json(read).encode("utf-8")) if read else 0

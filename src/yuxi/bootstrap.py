@@ -98,7 +98,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     def workspaces(uid: str) -> Workspace:
         return Workspace(root, uid)
 
-    memory = MemoryService(sessions, root, workspaces)
+    memory = MemoryService(uow, root, workspaces)
     services = Services(
         chat=ChatService(uow),
         memory=memory,

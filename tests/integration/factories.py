@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import text
 
+from yuxi.agents.tools.tool_result import ToolPayload, tool_outcome
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation
 from yuxi.identity import RunIdentity
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.user_repository import UserRepository
+from yuxi.services.memory_service import MemoryWriteResult
 
 
 def as_kwargs(run: RunIdentity) -> dict[str, str | None]:
-    """The five identity values as keyword arguments (for tests of the raw gate)."""
+    """The five identity values as keyword arguments (override one to forge an identity)."""
     return {
         "uid": run.uid,
         "thread_id": run.thread_id,
@@ -24,6 +28,32 @@ def as_kwargs(run: RunIdentity) -> dict[str, str | None]:
         "request_id": run.request_id,
         "worker_id": run.worker_id,
     }
+
+
+async def remember(
+    c: Container,
+    identity: RunIdentity | Mapping[str, object],
+    content: object,
+    replaces: object = None,
+) -> dict[str, Any]:
+    """``remember_memory`` through the tool adapter: the payload the model would see.
+
+    ``identity`` may be the five values as a mapping (possibly forged): building the
+    :class:`RunIdentity` is then part of the call, so an invalid value is ``unauthorized_run``.
+    """
+
+    async def call() -> MemoryWriteResult:
+        ident = identity if isinstance(identity, RunIdentity) else RunIdentity(**identity)  # type: ignore[arg-type]
+        return await c.memory.remember_memory(ident, content, replaces)
+
+    payload, _ = await tool_outcome(call)
+    return payload
+
+
+async def tool_payload(call: Callable[[], Awaitable[ToolPayload]]) -> dict[str, Any]:
+    """The model-facing payload of any service call a tool makes (errors included)."""
+    payload, _ = await tool_outcome(call)
+    return payload
 
 
 async def make_user(c: Container, *, memory: bool = True, name: str = "tester") -> str:

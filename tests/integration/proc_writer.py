@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from tests.integration.factories import remember
 from yuxi.bootstrap import bootstrap
 from yuxi.settings import Settings
 
@@ -20,7 +21,7 @@ async def main(spec: dict) -> None:  # type: ignore[type-arg]
     container = await bootstrap(settings)
     try:
         for content in spec["contents"]:
-            result = await container.memory.remember_memory(**spec["identity"], content=content)
+            result = await remember(container, spec["identity"], content)
             print(json.dumps(result), flush=True)
     finally:
         await container.aclose()

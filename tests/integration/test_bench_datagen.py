@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import psycopg
 from benchmarks.datagen import TERMS, HistoryGenerator, generate
@@ -51,25 +52,34 @@ async def test_generate_small_history_is_searchable_and_readable(
     assert data.big_thread_id in data.heavy_visible_thread_ids
     assert data.anchor_message_id is not None
 
-    memory = container.services.lookback
+    lookback = container.services.lookback
+
+    async def search(uid: str, query: str, limit: int = 5) -> dict[str, Any]:
+        found = await lookback.search_thread_messages(uid=uid, query=query, limit=limit)
+        return found.to_payload()
+
+    async def read(uid: str, thread_id: str, message_id: int | None = None) -> dict[str, Any]:
+        page = await lookback.read_thread_messages(
+            uid=uid, thread_id=thread_id, message_id=message_id
+        )
+        return page.to_payload()
+
     uid = data.heavy_uid
     for term in ("rare_en", "rare_cjk"):
-        found = await memory.search_thread_messages(uid=uid, query=TERMS[term], limit=10)
+        found = await search(uid=uid, query=TERMS[term], limit=10)
         assert len(found["items"]) == 3, found  # the three oldest heavy messages
         assert {item["thread_id"] for item in found["items"]} == {data.big_thread_id}
     for term in ("miss_en", "miss_cjk"):
-        assert (await memory.search_thread_messages(uid=uid, query=TERMS[term]))["items"] == []
-    common = await memory.search_thread_messages(uid=uid, query=TERMS["common_en"], limit=5)
+        assert (await search(uid=uid, query=TERMS[term]))["items"] == []
+    common = await search(uid=uid, query=TERMS["common_en"], limit=5)
     assert len(common["items"]) == 5
     # Another user's needles are invisible: only the heavy user has them.
     other = data.uids[1]
-    assert (await memory.search_thread_messages(uid=other, query=TERMS["rare_en"]))["items"] == []
+    assert (await search(uid=other, query=TERMS["rare_en"]))["items"] == []
 
-    latest = await memory.read_thread_messages(uid=uid, thread_id=data.big_thread_id)
+    latest = await read(uid=uid, thread_id=data.big_thread_id)
     assert 1 <= len(latest["messages"]) <= 20
-    anchored = await memory.read_thread_messages(
-        uid=uid, thread_id=data.big_thread_id, message_id=data.anchor_message_id
-    )
+    anchored = await read(uid=uid, thread_id=data.big_thread_id, message_id=data.anchor_message_id)
     assert data.anchor_message_id in [m["message_id"] for m in anchored["messages"]]
 
 

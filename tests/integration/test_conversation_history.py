@@ -32,8 +32,8 @@ from yuxi.repositories.conversation_repository import (
     TOOLS_MAX_ITEMS,
     TOOLS_TOTAL_BYTES,
     ConversationRepository,
-    compact_json,
 )
+from yuxi.utils.json_utils import compact_json
 from yuxi.utils.string_utils import TRUNCATION_MARKER
 
 CJK = "记忆历史回看边界测试"

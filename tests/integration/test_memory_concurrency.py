@@ -14,7 +14,7 @@ import psycopg
 from yuxi.bootstrap import Container
 from yuxi.errors import PreconditionFailed
 
-from .factories import as_kwargs, make_run, make_user, memory_file
+from .factories import as_kwargs, make_run, make_user, memory_file, remember
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,10 +30,7 @@ async def test_eight_concurrent_writers_from_independent_connections(
     runs = [await make_run(container, uid) for _ in range(8)]
     contents = [f"fact-{i} 事实{i}" for i in range(8)]
     results = await asyncio.gather(
-        *(
-            container.memory.remember_memory(**as_kwargs(run), content=content)
-            for run, content in zip(runs, contents, strict=True)
-        )
+        *(remember(container, run, content) for run, content in zip(runs, contents, strict=True))
     )
     assert [r["status"] for r in results] == ["updated"] * 8
     text = memory_file(container, uid).read_bytes().decode("utf-8")  # strict: valid UTF-8
@@ -44,9 +41,7 @@ async def test_eight_concurrent_writers_from_independent_connections(
 async def test_same_content_from_many_runs_is_written_once(container: Container) -> None:
     uid = await make_user(container)
     runs = [await make_run(container, uid) for _ in range(8)]
-    results = await asyncio.gather(
-        *(container.memory.remember_memory(**as_kwargs(r), content="only once") for r in runs)
-    )
+    results = await asyncio.gather(*(remember(container, r, "only once") for r in runs))
     assert sorted(r["status"] for r in results) == ["unchanged"] * 7 + ["updated"]
     assert _entries(memory_file(container, uid).read_text()) == ["only once"]
 
@@ -104,10 +99,7 @@ async def test_concurrent_user_edits_and_tool_writes_lose_nothing(container: Con
                 conflicts += 1
                 await asyncio.sleep(0)
 
-    tool = [
-        service.remember_memory(**as_kwargs(r), content=f"tool-fact-{i}")
-        for i, r in enumerate(runs)
-    ]
+    tool = [remember(container, r, f"tool-fact-{i}") for i, r in enumerate(runs)]
     edits = [user_edit(n) for n in range(6)]
     results = await asyncio.gather(*tool, *edits)
     assert all(r["status"] == "updated" for r in results[:8])
@@ -150,7 +142,7 @@ async def test_every_writer_takes_the_per_uid_advisory_lock(
     uid = await make_user(container)
     other = await make_user(container)
     for make_writer in (
-        lambda run: container.memory.remember_memory(**as_kwargs(run), content="waited"),
+        lambda run: remember(container, run, "waited"),
         lambda run: container.memory.write_memory_file(uid, b"user edit\n"),
         lambda run: container.memory.delete_memory_file(uid),
     ):
@@ -161,9 +153,7 @@ async def test_every_writer_takes_the_per_uid_advisory_lock(
         )
         # a different user's write is not blocked
         other_run = await make_run(container, other)
-        free = await asyncio.wait_for(
-            container.memory.remember_memory(**as_kwargs(other_run), content="free"), 5
-        )
+        free = await asyncio.wait_for(remember(container, other_run, "free"), 5)
         assert free["status"] in ("updated", "unchanged")
 
         async def release(conn: psycopg.AsyncConnection[Any] = conn) -> None:
@@ -190,6 +180,4 @@ async def test_writes_also_wait_for_the_file_lock(container: Container) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
-    await _blocked_while(
-        release, container.memory.remember_memory(**as_kwargs(run), content="after flock")
-    )
+    await _blocked_while(release, remember(container, run, "after flock"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from yuxi.bootstrap import Container
-from yuxi.services._memory_text import MEMORY_FILE_MAX_BYTES
+from yuxi.limits import MEMORY_FILE_MAX_BYTES
 
 from .factories import (
     as_kwargs,
@@ -18,20 +18,18 @@ from .factories import (
     make_thread,
     make_user,
     memory_file,
+    remember,
     set_memory,
     sha256_of,
     sql,
+    tool_payload,
 )
 
 CJK = "记"  # 3 UTF-8 bytes
 
 
 async def _remember(c: Container, ident: object, content: object, replaces: object = None) -> dict:
-    return await c.memory.remember_memory(
-        **as_kwargs(ident),  # type: ignore[attr-defined]
-        content=content,
-        replaces=replaces,
-    )
+    return await remember(c, ident, content, replaces)  # type: ignore[arg-type]
 
 
 async def test_add_creates_then_appends_with_line_numbers(container: Container) -> None:
@@ -238,7 +236,7 @@ async def _assert_refused(c: Container, uid: str, kwargs: dict, code: str) -> No
     path = memory_file(c, uid)
     path.write_text("original\n")
     before = sha256_of(path)
-    result = await c.memory.remember_memory(**kwargs, content="poison")
+    result = await remember(c, kwargs, "poison")
     assert result["status"] == "error", result
     assert result["code"] == code, result
     assert sha256_of(path) == before
@@ -390,14 +388,17 @@ async def test_database_unavailable_is_storage_unavailable(
     """No database, no write: never a lock-free fallback."""
     from yuxi.db.engine import create_engine, create_session_factory
     from yuxi.services.memory_service import MemoryService
+    from yuxi.services.unit_of_work import unit_of_work_factory
 
     uid = await make_user(container)
     run = await make_run(container, uid)
     path = memory_file(container, uid)
     before = sha256_of(path)
     dead = create_engine("postgresql://postgres@127.0.0.1:1/none")
-    service = MemoryService(create_session_factory(dead), container.workspace_root)
-    result = await service.remember_memory(**as_kwargs(run), content="unlocked write")
+    service = MemoryService(
+        unit_of_work_factory(create_session_factory(dead)), container.workspace_root
+    )
+    result = await tool_payload(lambda: service.remember_memory(run, "unlocked write"))
     await dead.dispose()
     assert result["code"] == "storage_unavailable"
     assert sha256_of(path) == before
@@ -407,14 +408,14 @@ async def test_terminated_connection_mid_lock_is_storage_unavailable(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The backend holding the lock is killed before publish → the write is abandoned."""
-    from yuxi.services import memory_service as ms
+    from yuxi.repositories.user_repository import UserRepository
 
     uid = await make_user(container)
     run = await make_run(container, uid)
     path = memory_file(container, uid)
     path.write_text("before\n")
     before = sha256_of(path)
-    original = ms.UserRepository.memory_enabled
+    original = UserRepository.memory_enabled
 
     async def kill_own_backend(self: object, uid_: str) -> bool:
         session = self.session  # type: ignore[attr-defined]
@@ -426,7 +427,7 @@ async def test_terminated_connection_mid_lock_is_storage_unavailable(
 
     from sqlalchemy import text as ms_text
 
-    monkeypatch.setattr(ms.UserRepository, "memory_enabled", kill_own_backend)
+    monkeypatch.setattr(UserRepository, "memory_enabled", kill_own_backend)
     result = await _remember(container, run, "after the kill")
     monkeypatch.undo()
     assert result["code"] == "storage_unavailable"
@@ -441,17 +442,18 @@ async def test_commit_failure_after_publish_reports_the_truth(
     """The file was published under both locks; if only ending the transaction fails, the
     result says `updated` (it did change), not `storage_unavailable`."""
     from sqlalchemy.exc import OperationalError
-    from sqlalchemy.ext.asyncio import AsyncSessionTransaction
+
+    from yuxi.services.unit_of_work import UnitOfWork
 
     uid = await make_user(container)
     run = await make_run(container, uid)
-    real_exit = AsyncSessionTransaction.__aexit__
+    real_exit = UnitOfWork.__aexit__
 
     async def failing_exit(self, *exc_info):  # type: ignore[no-untyped-def]
         await real_exit(self, *exc_info)
         raise OperationalError("COMMIT", {}, Exception("connection lost at commit"))
 
-    monkeypatch.setattr(AsyncSessionTransaction, "__aexit__", failing_exit)
+    monkeypatch.setattr(UnitOfWork, "__aexit__", failing_exit)
     result = await _remember(container, run, "published then commit failed")
     monkeypatch.undo()
     assert result["status"] == "updated", result

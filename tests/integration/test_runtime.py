@@ -15,7 +15,7 @@ from yuxi.runtime.worker import Worker
 from yuxi.services.run_service import ClaimedRun, LeaseLost, RunService
 from yuxi.workspace.filesystem import Workspace
 
-from .factories import make_user, memory_file, set_memory, sha256_of, sql
+from .factories import make_user, memory_file, remember, set_memory, sha256_of, sql, tool_payload
 
 
 @pytest.fixture
@@ -98,13 +98,16 @@ async def test_dead_worker_is_reconciled_and_its_late_writes_refused(
     final = await chat.get_run(uid, run.id)
     assert (final.status, final.error_code) == ("failed", "worker_lease_expired")
     before = sha256_of(memory_file(container, uid))
-    late = await container.memory.remember_memory(
-        uid=uid,
-        thread_id=thread,
-        run_id=run.id,
-        request_id=run.request_id,
-        worker_id=dead.worker_id,
-        content="late write",
+    late = await remember(
+        container,
+        {
+            "uid": uid,
+            "thread_id": thread,
+            "run_id": run.id,
+            "request_id": run.request_id,
+            "worker_id": dead.worker_id,
+        },
+        "late write",
     )
     assert late["code"] == "unauthorized_run"
     assert sha256_of(memory_file(container, uid)) == before
@@ -136,8 +139,9 @@ async def test_delegation_child_thread_is_hidden_from_history(
             )
         ).all()
     assert [(r[0], r[1], r[2]) for r in sub] == [("subagent", "completed", None)]
-    found = await container.services.lookback.search_thread_messages(
-        uid=uid, query="CHILDMARK-7f3a"
+    lookback = container.services.lookback
+    found = await tool_payload(
+        lambda: lookback.search_thread_messages(uid=uid, query="CHILDMARK-7f3a")
     )
     # The parent thread's own user message matches; the child thread never does.
     assert {item["thread_id"] for item in found["items"]} == {thread}

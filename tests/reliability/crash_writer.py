@@ -17,6 +17,7 @@ import re
 import sys
 from pathlib import Path
 
+from tests.integration.factories import remember
 from yuxi.bootstrap import bootstrap
 from yuxi.settings import Settings
 
@@ -52,12 +53,11 @@ async def main(spec: dict[str, object]) -> None:
     identity = spec["identity"]
     assert isinstance(identity, dict)
     life = int(str(spec["life"]))
-    memory = container.memory
     print("ready", flush=True)
     try:
         for i in range(int(str(spec["count"]))):
             print(f"start {i}", flush=True)
-            result = await memory.remember_memory(**identity, content=entry_text(life, i))
+            result = await remember(container, identity, entry_text(life, i))
             print(f"done {i} {result['status']} {result.get('code', '-')}", flush=True)
     finally:
         await container.aclose()

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from tests.integration.factories import as_kwargs, make_run, make_user, memory_file
+from tests.integration.factories import as_kwargs, make_run, make_user, memory_file, remember
 from yuxi.bootstrap import Container
 
 from .crash_writer import entry_is_intact, entry_text
@@ -145,15 +145,11 @@ async def test_sigkilled_writer_never_tears_memory(container: Container) -> None
         else:
             was_published = published == len(started)
             stats["in_flight_published" if was_published else "in_flight_lost"] += 1
-            retry = await container.memory.remember_memory(
-                **as_kwargs(run), content=entry_text(life, in_flight)
-            )
+            retry = await remember(container, run, entry_text(life, in_flight))
             assert retry["status"] == ("unchanged" if was_published else "updated"), retry
             stats["retries_unchanged" if was_published else "retries_updated"] += 1
         if done:
-            again = await container.memory.remember_memory(
-                **as_kwargs(run), content=entry_text(life, max(done))
-            )
+            again = await remember(container, run, entry_text(life, max(done)))
             assert again["status"] == "unchanged", again
             stats["retries_unchanged"] += 1
         text = path.read_bytes().decode("utf-8")

@@ -25,7 +25,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.integration.factories import as_kwargs, make_run, make_user, memory_file
+from tests.integration.factories import make_run, make_user, memory_file, remember
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.migrate import upgrade_sync
 from yuxi.identity import RunIdentity
@@ -64,8 +64,8 @@ class Ledger:
 async def _write(container: Container, run: RunIdentity, ledger: Ledger, content: str) -> str:
     ledger.attempted.add(content)
     try:
-        result = await container.memory.remember_memory(**as_kwargs(run), content=content)
-    except Exception as exc:  # the contract: never an exception
+        result = await remember(container, run, content)
+    except Exception as exc:  # the contract: the tool boundary never raises
         outcome = f"exception:{type(exc).__name__}:{exc}"
     else:
         outcome = _outcome(result)
@@ -180,9 +180,7 @@ async def _terminate_phase(container: Container, phase: int) -> Counter[str]:
         ledger = ledgers[uid]
         before = Counter(_lines(memory_file(container, uid)))
         for content in ledger.unavailable:
-            result = await container.memory.remember_memory(
-                **as_kwargs(runs[uid][0]), content=content
-            )
+            result = await remember(container, runs[uid][0], content)
             expected = "unchanged" if before[content] else "updated"
             assert result["status"] == expected, (result, content)
             retried[expected] += 1
@@ -294,7 +292,7 @@ async def test_server_stopped_during_writes_then_restarted() -> None:
 
         before = Counter(_lines(path))
         for content in ledger.unavailable:
-            result = await container.memory.remember_memory(**as_kwargs(run), content=content)
+            result = await remember(container, run, content)
             expected = "unchanged" if before[content] else "updated"
             assert result["status"] == expected, (result, content)
             stats[f"retried_{expected}"] += 1

@@ -32,7 +32,7 @@ import psycopg
 import pytest
 from sqlalchemy import select
 
-from tests.integration.factories import make_user, memory_file
+from tests.integration.factories import make_user, memory_file, remember
 from yuxi.bootstrap import Container, open_agent_runtime
 from yuxi.db.models import AgentRun, RunEvent
 from yuxi.identity import RunIdentity
@@ -209,7 +209,7 @@ async def _crash_round(
             stats["zombies_refused"] += 1
 
         # The dead worker's identity can no longer write anything.
-        late = await container.memory.remember_memory(**dead, content=f"{fact} (late)")
+        late = await remember(container, dead, f"{fact} (late)")
         assert late["status"] == "error" and late["code"] == "unauthorized_run", late
         runs = container.services.runs
         dead_identity = RunIdentity(**dead)

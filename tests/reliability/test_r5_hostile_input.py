@@ -32,8 +32,9 @@ from typing import Any
 import pytest
 
 from tests.fixtures_server import LiveServer, create_user_with_token
-from tests.integration.factories import as_kwargs, make_run
+from tests.integration.factories import as_kwargs, make_run, tool_payload
 from yuxi.bootstrap import Container
+from yuxi.identity import RunIdentity
 from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.user_repository import UserRepository
 
@@ -94,7 +95,7 @@ class Corpus:
     ) -> None:
         """A structured tool error (one of ``codes`` when given), never an exception."""
         try:
-            result = await call()
+            result = await tool_payload(call)  # the tool boundary: payload the model sees
         except Exception as exc:
             self.record("tool", name, f"exception {type(exc).__name__}: {exc}"[:200], False)
             return
@@ -111,7 +112,7 @@ class Corpus:
     async def literal_search(self, name: str, call: Callable[[], Awaitable[Any]], q: str) -> None:
         """A wildcard query is a literal: every item really contains it."""
         try:
-            result = await call()
+            result = await tool_payload(call)
         except Exception as exc:
             self.record("tool", name, f"exception {type(exc).__name__}", False)
             return
@@ -214,6 +215,11 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     run = await make_run(container, uid_a, lease_seconds=3600)
     ident = as_kwargs(run)
     memory = container.memory
+
+    def write(identity: dict[str, Any], content: object, replaces: object = None) -> Any:
+        """remember_memory with the identity built inside the call (forged values refused)."""
+        return memory.remember_memory(RunIdentity(**identity), content, replaces)  # type: ignore[arg-type]
+
     bad_text: list[tuple[str, Any]] = [
         ("4097 ascii bytes", "x" * 4097),
         ("4098 bytes of 2-byte chars", "é" * 2049),
@@ -241,7 +247,7 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     for label, value in bad_text:
         await c.tool(
             f"remember content {label}",
-            lambda v=value: memory.remember_memory(**ident, content=v),
+            lambda v=value: write(ident, v),
             ("invalid_argument",),
         )
     for label, value in bad_text:
@@ -249,17 +255,17 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
             continue  # replaces=None means "add", not a hostile value
         await c.tool(
             f"remember replaces {label}",
-            lambda v=value: memory.remember_memory(**ident, content="r5 ok", replaces=v),
+            lambda v=value: write(ident, "r5 ok", v),
             ("invalid_argument",),
         )
     await c.tool(
         "replaces not present",
-        lambda: memory.remember_memory(**ident, content="n", replaces="absent text"),
+        lambda: write(ident, "n", "absent text"),
         ("memory_conflict",),
     )
     await c.tool(
         "replaces ambiguous",
-        lambda: memory.remember_memory(**ident, content="n", replaces="r5 dup"),
+        lambda: write(ident, "n", "r5 dup"),
         ("memory_conflict",),
     )
     forged: list[tuple[str, dict[str, Any]]] = [
@@ -280,11 +286,11 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     for label, override in forged:
         await c.tool(
             f"remember identity {label}",
-            lambda o=override: memory.remember_memory(**{**ident, **o}, content="r5 forged"),
+            lambda o=override: write({**ident, **o}, "r5 forged"),
             ("unauthorized_run",),
         )
 
-    search = memory.search_thread_messages
+    search = container.services.lookback.search_thread_messages
     bad_queries: list[tuple[str, Any]] = [
         ("empty", ""),
         ("blank", "  \t "),
@@ -345,7 +351,7 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
         "_",
     )
 
-    read = memory.read_thread_messages
+    read = container.services.lookback.read_thread_messages
     own, foreign = env["thread_a"], env["thread_b"]
     bad_threads: list[tuple[str, Any, tuple[str, ...]]] = [
         ("None", None, ("invalid_argument",)),

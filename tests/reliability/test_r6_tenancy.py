@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from tests.fixtures_server import LiveServer, create_user_with_token
-from tests.integration.factories import memory_file
+from tests.integration.factories import memory_file, tool_payload
 from yuxi.bootstrap import Container
 
 from .support import TIMEOUT, report, scale
@@ -109,7 +109,8 @@ async def _victim(server: LiveServer, container: Container, n: int) -> Victim:
     v.memory_sha = hashlib.sha256(memory_file(container, uid).read_bytes()).hexdigest()
     assert m1 in memory_file(container, uid).read_text()
     assert all(m[len(PREFIX) + 8 :] in own for m in v.markers)
-    found = await container.services.lookback.search_thread_messages(uid=uid, query=m2[:10])
+    lookback = container.services.lookback
+    found = await tool_payload(lambda: lookback.search_thread_messages(uid=uid, query=m2[:10]))
     assert m2 in json.dumps(found), found
     return v
 
@@ -198,24 +199,32 @@ async def _probe(
         memory = container.services.lookback
         choice = rng.randrange(5)
         if choice == 0:
-            result = await memory.read_thread_messages(
-                uid=a.uid, thread_id=rng.choice(v.threads), include_tools=rng.random() < 0.5
+            result = await tool_payload(
+                lambda: memory.read_thread_messages(
+                    uid=a.uid, thread_id=rng.choice(v.threads), include_tools=rng.random() < 0.5
+                )
             )
             kind, ok = "tool read foreign thread", result.get("code") == "not_found"
         elif choice == 1:
-            result = await memory.read_thread_messages(
-                uid=a.uid, thread_id=rng.choice(v.threads), message_id=rng.choice(v.messages)
+            result = await tool_payload(
+                lambda: memory.read_thread_messages(
+                    uid=a.uid, thread_id=rng.choice(v.threads), message_id=rng.choice(v.messages)
+                )
             )
             kind, ok = "tool read foreign thread+message", result.get("code") == "not_found"
         elif choice == 2:
-            result = await memory.read_thread_messages(
-                uid=a.uid, thread_id=a.thread, message_id=rng.choice(v.messages)
+            result = await tool_payload(
+                lambda: memory.read_thread_messages(
+                    uid=a.uid, thread_id=a.thread, message_id=rng.choice(v.messages)
+                )
             )
             kind, ok = "tool read own thread, foreign anchor", result.get("code") == "not_found"
         elif choice == 3:
             near = rng.choice(v.messages) + rng.randint(-3, 3)
-            result = await memory.read_thread_messages(
-                uid=a.uid, thread_id=a.thread, message_id=max(1, near), include_tools=True
+            result = await tool_payload(
+                lambda: memory.read_thread_messages(
+                    uid=a.uid, thread_id=a.thread, message_id=max(1, near), include_tools=True
+                )
             )
             own = near in a.messages
             kind = "tool read own thread, neighbouring anchor"
@@ -224,7 +233,9 @@ async def _probe(
             query = rng.choice(
                 [PREFIX, rng.choice(v.markers)[: rng.randint(3, 10)], "locker code", "secret"]
             )
-            result = await memory.search_thread_messages(uid=a.uid, query=query, limit=10)
+            result = await tool_payload(
+                lambda: memory.search_thread_messages(uid=a.uid, query=query, limit=10)
+            )
             kind, ok = "tool search marker prefix", result.get("items") == []
         p.check(kind, json.dumps(result, ensure_ascii=False), ok, "unexpected result")
 

@@ -6,13 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from yuxi.services._memory_text import (
-    MemoryEditError,
-    apply_add,
-    apply_replace,
-    check_text_argument,
-    find_whole_lines,
-)
+from yuxi.errors import InvalidArgument, MemoryConflict
+from yuxi.services._memory_text import apply_add, apply_replace, find_whole_lines
+from yuxi.utils.string_utils import check_text
 
 
 def test_add_to_empty_file() -> None:
@@ -51,14 +47,14 @@ def test_replace_exactly_once() -> None:
 
 @pytest.mark.parametrize(("base", "old"), [("x x", "x"), ("aaa", "aa"), ("X", "x"), ("", "a")])
 def test_replace_conflicts(base: str, old: str) -> None:
-    with pytest.raises(MemoryEditError) as info:
+    with pytest.raises(MemoryConflict) as info:
         apply_replace(base, old, "new")
     assert info.value.code == "memory_conflict"
 
 
 def test_replaces_is_kept_exactly_not_stripped() -> None:
     assert apply_replace("a  b", "  b", "c").text == "ac"
-    with pytest.raises(MemoryEditError):
+    with pytest.raises(MemoryConflict):
         apply_replace("a b", "  b", "c")
 
 
@@ -73,10 +69,10 @@ def test_replaces_is_kept_exactly_not_stripped() -> None:
 )
 def test_byte_limit_boundary(value: str, ok: bool) -> None:
     if ok:
-        assert check_text_argument("content", value, 4096) == value
+        assert check_text("content", value, max_bytes=4096) == value
     else:
-        with pytest.raises(MemoryEditError):
-            check_text_argument("content", value, 4096)
+        with pytest.raises(InvalidArgument):
+            check_text("content", value, max_bytes=4096)
 
 
 @given(

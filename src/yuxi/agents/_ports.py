@@ -1,14 +1,18 @@
 """The slices of the memory and lookback services the agent layer uses.
 
 Graphs, middleware and tools accept anything with these coroutines, so unit tests can pass a
-recording fake; production passes the real :class:`MemoryService` (checked statically below).
+recording fake; production passes the real :class:`MemoryService` and :class:`LookbackService`
+(checked statically below). Both raise :class:`~yuxi.errors.YuxiError` for a refusal and return
+typed results; the tool adapter (:mod:`yuxi.agents.tools.tool_result`) tells the model.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from yuxi.services.memory_service import MemorySnapshot
+from yuxi.identity import RunIdentity
+from yuxi.services.lookback_service import LookbackResult
+from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
 
 if TYPE_CHECKING:
     from yuxi.services.lookback_service import LookbackService
@@ -21,16 +25,8 @@ class MemoryPort(Protocol):
     async def load_memory_snapshot(self, uid: str) -> MemorySnapshot | None: ...
 
     async def remember_memory(
-        self,
-        *,
-        uid: str,
-        thread_id: str,
-        run_id: str,
-        request_id: str,
-        worker_id: str,
-        content: object,
-        replaces: object = None,
-    ) -> dict[str, Any]: ...
+        self, identity: RunIdentity, content: object, replaces: object = None
+    ) -> MemoryWriteResult: ...
 
     async def read_memory_file(self, uid: str) -> tuple[bytes, str]: ...
 
@@ -42,7 +38,7 @@ class MemoryPort(Protocol):
 class LookbackPort(Protocol):
     async def search_thread_messages(
         self, *, uid: str, query: object, limit: object = 5
-    ) -> dict[str, Any]: ...
+    ) -> LookbackResult: ...
 
     async def read_thread_messages(
         self,
@@ -52,7 +48,7 @@ class LookbackPort(Protocol):
         message_id: object = None,
         limit: object = 20,
         include_tools: object = False,
-    ) -> dict[str, Any]: ...
+    ) -> LookbackResult: ...
 
 
 if TYPE_CHECKING:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from yuxi.agents._common import cut_to_char_boundary
 from yuxi.errors import WorkspaceError, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
+from yuxi.limits import CONTEXT_FILE_MAX_BYTES
+from yuxi.utils.string_utils import cut_to_char_boundary
 from yuxi.workspace.filesystem import AGENTS_PATH, USER_PATH, Workspace
 
 __all__ = [
@@ -27,8 +28,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: Budget of each context file in the prompt, marker included (UTF-8 bytes).
-CONTEXT_FILE_MAX_BYTES = 64 * 1024
 #: The files assembled into every agent's prompt, in order. MEMORY.md is deliberately absent.
 CONTEXT_FILES: tuple[tuple[str, str], ...] = (
     (AGENTS_PATH, "Workspace instructions"),

@@ -13,10 +13,10 @@ Every cut is on a code point boundary (never U+FFFD) and is marked with
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from yuxi.utils.json_utils import compact_json as compact_json  # re-exported to its importers
 from yuxi.utils.string_utils import TRUNCATION_MARKER, truncate_utf8, utf8_len
 
 SEARCH_MAX_ITEMS = 10
@@ -38,11 +38,6 @@ _RIGHT_MARKER_BYTES = utf8_len(TRUNCATION_MARKER)
 
 #: Characters that ``json.dumps`` writes as a two-byte escape (``\\"``, ``\\\\``, ``\\n``, ...).
 _SHORT_ESCAPES = frozenset('"\\\b\f\n\r\t')
-
-
-def compact_json(obj: Any) -> str:
-    """The one serialization of every history response (and of tool-call inputs)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def json_bytes(obj: Any) -> int:

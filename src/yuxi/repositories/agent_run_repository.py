@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import AgentRun
 from yuxi.errors import ActiveRunExists, Conflict
+from yuxi.identity import RunIdentity
 from yuxi.repositories import _run_lease as lease
 from yuxi.repositories._run_lease import (
     LEASE_EXPIRED,
@@ -289,9 +290,7 @@ class AgentRunRepository:
         """The per-uid memory lock every MEMORY.md writer takes; released at transaction end."""
         await self.session.execute(_USER_MEMORY_LOCK, {"uid": uid})
 
-    async def lock_memory_write(
-        self, *, uid: str, thread_id: str, run_id: str, request_id: str, worker_id: str
-    ) -> MemoryWriteAuthorization:
+    async def lock_memory_write(self, identity: RunIdentity) -> MemoryWriteAuthorization:
         """Take the per-uid memory lock, then lock and check the run that asks to write.
 
         1. ``pg_advisory_xact_lock(hashtextextended('user-memory:' || uid, 0))`` — held until
@@ -301,6 +300,8 @@ class AgentRunRepository:
            run, ``running`` without a cancel request, owned by ``worker_id`` with a lease that
            has not expired by ``now()``.
         """
+        uid, thread_id, run_id = identity.uid, identity.thread_id, identity.run_id
+        request_id, worker_id = identity.request_id, identity.worker_id
         await self.lock_user_memory(uid)
         row = (
             await self.session.execute(

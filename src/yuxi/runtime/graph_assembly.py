@@ -17,7 +17,7 @@ from langgraph.types import Command
 from yuxi.agents.context import build_agent_input_context
 from yuxi.agents.graphs.chatbot import AgentGraph, build_chatbot_graph
 from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
-from yuxi.agents.tools.delegate import make_delegate_tool
+from yuxi.agents.tools.delegate import SubagentReply, make_delegate_tool
 from yuxi.runtime.subagent_runner import SubagentRunner
 from yuxi.services.memory_service import MemorySnapshot
 from yuxi.services.run_service import ClaimedRun, RunService
@@ -46,7 +46,7 @@ async def assemble_chatbot_graph(
 
     subagents = SubagentRunner(runs, runtime.model, workspace)
 
-    async def run_subagent(task: str, tool_runtime: ToolRuntime[Any, Any]) -> str:
+    async def run_subagent(task: str, tool_runtime: ToolRuntime[Any, Any]) -> SubagentReply:
         # The delegate tool has checked that tool_runtime.context is this top-level run.
         return await subagents.run(identity, task)
 

@@ -14,11 +14,11 @@ from langchain_core.messages import HumanMessage
 from yuxi.agents.context import build_agent_input_context
 from yuxi.agents.graphs.subagent import build_subagent_graph
 from yuxi.agents.prompts import SUBAGENT_SYSTEM_PROMPT
+from yuxi.agents.tools.delegate import SubagentReply
 from yuxi.errors import SubagentFailed
 from yuxi.identity import RunIdentity
 from yuxi.runtime.stream_events import message_text
 from yuxi.services.run_service import RunService
-from yuxi.utils.json_utils import compact_json
 from yuxi.workspace.filesystem import Workspace
 
 __all__ = ["SubagentRunner"]
@@ -30,7 +30,7 @@ class SubagentRunner:
         self._model = model
         self._workspace = workspace
 
-    async def run(self, parent: RunIdentity, task: str) -> str:
+    async def run(self, parent: RunIdentity, task: str) -> SubagentReply:
         """The SubAgent's answer as the delegate tool's result.
 
         A failing SubAgent is recorded as a failed child run and raised as
@@ -53,4 +53,4 @@ class SubagentRunner:
         messages = result.get("messages", [])
         reply = message_text(messages[-1]) if messages else ""
         await self._runs.finish_subagent(child, "completed", reply)
-        return compact_json({"status": "ok", "thread_id": child.thread_id, "reply": reply})
+        return SubagentReply(reply, child.thread_id)

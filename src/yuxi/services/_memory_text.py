@@ -1,24 +1,63 @@
-"""Pure text semantics of ``remember_memory``: validation, line-aligned dedupe, exact replace.
+"""Pure text semantics of MEMORY.md: the prompt snapshot, line-aligned dedupe, exact replace.
 
-No I/O here, so every rule is unit-testable on strings.
+No I/O here, so every rule is unit-testable on strings, and the unit-test fake of the memory
+service (``tests/unit/agents/fakes.py``) runs exactly these functions. Refusals raise the
+model-facing errors of :mod:`yuxi.errors`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
-CONTENT_MAX_BYTES = 4096
-REPLACES_MAX_BYTES = 4096
-MEMORY_FILE_MAX_BYTES = 128 * 1024
+from yuxi.errors import MemoryConflict, MemoryInvalidEncoding, MemoryTooLarge
+from yuxi.limits import MEMORY_FILE_MAX_BYTES, MEMORY_PROMPT_MAX_BYTES
+from yuxi.utils.string_utils import cut_to_char_boundary
+
+__all__ = [
+    "PROMPT_TRUNCATION_NOTE",
+    "MemoryEdit",
+    "MemorySnapshot",
+    "apply_add",
+    "apply_replace",
+    "decode_memory_file",
+    "encode_result",
+    "find_whole_lines",
+    "snapshot_of",
+]
+
+PROMPT_TRUNCATION_NOTE = "\n…[memory truncated: only the first 24 KiB of MEMORY.md is shown]"
 
 
-class MemoryEditError(Exception):
-    """A refused edit; ``code`` is the structured tool-result code."""
+@dataclass(frozen=True)
+class MemorySnapshot:
+    """The memory text injected into one run, and its fingerprint (recorded on the run)."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+    text: str
+    sha256: str
+    size: int
+    truncated: bool
+
+
+def snapshot_of(data: bytes, truncated: bool) -> MemorySnapshot:
+    """The snapshot of a ``MEMORY_PROMPT_MAX_BYTES``-bounded read of MEMORY.md.
+
+    A cut read ends on a character boundary and gets :data:`PROMPT_TRUNCATION_NOTE`; blank or
+    non-UTF-8 memory is no memory (fail closed: mangled bytes are never injected, and
+    ``remember_memory`` reports the encoding).
+    """
+    if truncated or len(data) > MEMORY_PROMPT_MAX_BYTES:
+        data, truncated = cut_to_char_boundary(data[:MEMORY_PROMPT_MAX_BYTES]), True
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text, truncated = "", False
+    if not text.strip():
+        text, truncated = "", False
+    elif truncated:
+        text += PROMPT_TRUNCATION_NOTE
+    raw = text.encode("utf-8")
+    return MemorySnapshot(text, hashlib.sha256(raw).hexdigest(), len(raw), truncated)
 
 
 @dataclass(frozen=True)
@@ -29,27 +68,6 @@ class MemoryEdit:
     text: str
     start_line: int
     end_line: int
-
-
-def check_text_argument(name: str, value: object, max_bytes: int) -> str:
-    """Validate a model-supplied text argument; returns it unchanged or raises invalid_argument."""
-    if not isinstance(value, str):
-        raise MemoryEditError("invalid_argument", f"{name} must be a string")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise MemoryEditError(
-            "invalid_argument", f"{name} is not valid Unicode (lone surrogate)"
-        ) from None
-    if "\x00" in value:
-        raise MemoryEditError("invalid_argument", f"{name} must not contain NUL characters")
-    if not value.strip():
-        raise MemoryEditError("invalid_argument", f"{name} must not be blank")
-    if size > max_bytes:
-        raise MemoryEditError(
-            "invalid_argument", f"{name} is {size} UTF-8 bytes; the limit is {max_bytes}"
-        )
-    return value
 
 
 def _normalise_line(line: str) -> str:
@@ -106,14 +124,12 @@ def apply_replace(base: str, replaces: str, content: str) -> MemoryEdit:
     content = content.strip()
     first = base.find(replaces)
     if first < 0:
-        raise MemoryEditError(
-            "memory_conflict",
+        raise MemoryConflict(
             "the text to replace was not found in memory; read the memory and try again",
         )
     # Overlapping occurrences count too: "aa" occurs twice in "aaa".
     if base.find(replaces, first + 1) >= 0:
-        raise MemoryEditError(
-            "memory_conflict",
+        raise MemoryConflict(
             "the text to replace occurs more than once in memory; quote a longer, unique passage",
         )
     text = base[:first] + content + base[first + len(replaces) :]
@@ -126,8 +142,7 @@ def decode_memory_file(data: bytes) -> str:
     try:
         return data.decode("utf-8", errors="strict")
     except UnicodeDecodeError as exc:
-        raise MemoryEditError(
-            "memory_invalid_encoding",
+        raise MemoryInvalidEncoding(
             f"MEMORY.md is not valid UTF-8 (byte {exc.start}); fix it in the workspace file editor",
         ) from None
 
@@ -135,8 +150,7 @@ def decode_memory_file(data: bytes) -> str:
 def encode_result(text: str) -> bytes:
     data = text.encode("utf-8")
     if len(data) > MEMORY_FILE_MAX_BYTES:
-        raise MemoryEditError(
-            "memory_too_large",
+        raise MemoryTooLarge(
             f"the memory file would be {len(data)} bytes; the limit is {MEMORY_FILE_MAX_BYTES}. "
             "Ask the user to tidy MEMORY.md in the workspace file editor.",
         )

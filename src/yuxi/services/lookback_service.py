@@ -4,26 +4,64 @@ Owner of ``search_thread_messages`` and ``read_thread_messages`` (DESIGN.md §5)
 side: argument validation, the memory switch, the transaction. Visibility, the field allowlist and
 every byte budget live in :mod:`yuxi.repositories.conversation_repository`.
 
-Every coroutine returns a structured result and never raises for an expected failure: the model
-is told, the run goes on.
+Each coroutine returns a :class:`LookbackResult` (the budgeted response) or raises a
+:class:`~yuxi.errors.YuxiError`: the tool adapter tells the model, the run goes on.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from yuxi.errors import NotFound
-from yuxi.limits import READ_MAX_MESSAGES, SEARCH_MAX_ITEMS, SEARCH_QUERY_MAX_CHARS
-from yuxi.services._tool_args import int_arg, tool_error
-from yuxi.services.unit_of_work import UnitOfWorkFactory
-from yuxi.utils.string_utils import is_valid_text
+from yuxi.errors import InvalidArgument, MemoryDisabled, StorageUnavailable, UnauthorizedRun
+from yuxi.limits import (
+    READ_MAX_MESSAGES,
+    SEARCH_MAX_ITEMS,
+    SEARCH_QUERY_MAX_CHARS,
+    THREAD_ID_MAX_CHARS,
+)
+from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from yuxi.utils.string_utils import check_text, is_valid_text
 
-__all__ = ["LookbackService"]
+__all__ = ["LookbackResult", "LookbackService"]
 
 _log = logging.getLogger(__name__)
+
+_MAX_MESSAGE_ID = 2**63 - 1
+#: The longest digit string accepted for an integer argument (so int() stays cheap).
+_MAX_DIGITS = 19
+
+
+@dataclass(frozen=True)
+class LookbackResult:
+    """One budgeted history response, exactly as the repository shaped it (and measured it)."""
+
+    body: Mapping[str, Any]
+
+    def to_payload(self) -> dict[str, Any]:
+        return dict(self.body)
+
+
+def _int_arg(value: object, name: str, low: int, high: int) -> int:
+    """A model-supplied integer in ``low..high``; a digit string is accepted, a bool is not."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        text = value.strip() if isinstance(value, str) else ""
+        if not (text.isascii() and text.isdigit() and len(text) <= _MAX_DIGITS):
+            raise InvalidArgument(f"{name} must be an integer {low}..{high}")
+        value = int(text)
+    if not low <= value <= high:
+        raise InvalidArgument(f"{name} must be between {low} and {high}")
+    return value
+
+
+def _check_uid(uid: object) -> str:
+    if not isinstance(uid, str) or not uid or not is_valid_text(uid):
+        raise UnauthorizedRun("no trusted user identity")
+    return uid
 
 
 class LookbackService:
@@ -32,34 +70,17 @@ class LookbackService:
 
     async def search_thread_messages(
         self, *, uid: str, query: object, limit: object = 5
-    ) -> dict[str, Any]:
-        if not isinstance(uid, str) or not uid or not is_valid_text(uid):
-            return tool_error("unauthorized_run", "no trusted user identity")
-        if not isinstance(query, str):
-            return tool_error("invalid_argument", "query must be a string")
-        try:
-            query.encode("utf-8")
-        except UnicodeEncodeError:
-            return tool_error("invalid_argument", "query is not valid Unicode (lone surrogate)")
-        q = query.strip()
-        if "\x00" in q:
-            return tool_error("invalid_argument", "query must not contain NUL characters")
-        if not 1 <= len(q) <= SEARCH_QUERY_MAX_CHARS:
-            return tool_error(
-                "invalid_argument",
-                f"query must be 1..{SEARCH_QUERY_MAX_CHARS} characters after stripping",
-            )
-        n = int_arg(limit, "limit", 1, SEARCH_MAX_ITEMS)
-        if isinstance(n, dict):
-            return n
+    ) -> LookbackResult:
+        _check_uid(uid)
+        q = check_text("query", query, max_chars=SEARCH_QUERY_MAX_CHARS, strip=True)
+        n = _int_arg(limit, "limit", 1, SEARCH_MAX_ITEMS)
         try:
             async with self._uow() as uow:
-                if not await uow.users.memory_enabled(uid):
-                    return tool_error("memory_disabled", "memory is turned off for this user")
-                return await uow.conversations.search_messages(uid, q, n)
+                await _require_memory(uow, uid)
+                return LookbackResult(await uow.conversations.search_messages(uid, q, n))
         except SQLAlchemyError as exc:
             _log.warning("search_thread_messages failed: %r", exc)
-            return tool_error("storage_unavailable", "history is unavailable right now")
+            raise StorageUnavailable("history is unavailable right now") from None
 
     async def read_thread_messages(
         self,
@@ -69,31 +90,33 @@ class LookbackService:
         message_id: object = None,
         limit: object = 20,
         include_tools: object = False,
-    ) -> dict[str, Any]:
-        if not isinstance(uid, str) or not uid or not is_valid_text(uid):
-            return tool_error("unauthorized_run", "no trusted user identity")
-        if not isinstance(thread_id, str) or not thread_id.strip() or len(thread_id) > 64:
-            return tool_error("invalid_argument", "thread_id must be a non-empty thread id")
-        anchor: int | None = None
-        if message_id is not None:
-            parsed = int_arg(message_id, "message_id", 1, 2**63 - 1)
-            if isinstance(parsed, dict):
-                return parsed
-            anchor = parsed
-        n = int_arg(limit, "limit", 1, READ_MAX_MESSAGES)
-        if isinstance(n, dict):
-            return n
+    ) -> LookbackResult:
+        _check_uid(uid)
+        if (
+            not isinstance(thread_id, str)
+            or not thread_id.strip()
+            or len(thread_id) > THREAD_ID_MAX_CHARS
+        ):
+            raise InvalidArgument("thread_id must be a non-empty thread id")
+        anchor = (
+            None if message_id is None else _int_arg(message_id, "message_id", 1, _MAX_MESSAGE_ID)
+        )
+        n = _int_arg(limit, "limit", 1, READ_MAX_MESSAGES)
         if not isinstance(include_tools, bool):
-            return tool_error("invalid_argument", "include_tools must be true or false")
+            raise InvalidArgument("include_tools must be true or false")
         try:
             async with self._uow() as uow:
-                if not await uow.users.memory_enabled(uid):
-                    return tool_error("memory_disabled", "memory is turned off for this user")
-                return await uow.conversations.read_messages(
+                await _require_memory(uow, uid)
+                body = await uow.conversations.read_messages(
                     uid, thread_id.strip(), message_id=anchor, limit=n, include_tools=include_tools
                 )
-        except NotFound as exc:
-            return tool_error("not_found", exc.message)
+                return LookbackResult(body)
         except SQLAlchemyError as exc:
             _log.warning("read_thread_messages failed: %r", exc)
-            return tool_error("storage_unavailable", "history is unavailable right now")
+            raise StorageUnavailable("history is unavailable right now") from None
+
+
+async def _require_memory(uow: UnitOfWork, uid: str) -> None:
+    """History lookback belongs to memory: with the switch off the tools answer nothing."""
+    if not await uow.users.memory_enabled(uid):
+        raise MemoryDisabled("memory is turned off for this user")

@@ -1,98 +1,110 @@
 """User-level long-term memory: the read side, the one write tool, user edits.
 
 Owner of ``load_memory_prompt`` and ``remember_memory`` (DESIGN.md §2); the history tools are
-:mod:`yuxi.services.lookback_service`. Every public coroutine of :class:`MemoryService` that a
-tool calls returns a structured result and never raises for an expected failure: the model is
-told, the run goes on, and the file is untouched.
+:mod:`yuxi.services.lookback_service`, the user-edit half is :mod:`yuxi.services._memory_edits`
+and the pure text rules are :mod:`yuxi.services._memory_text`.
+
+``remember_memory`` returns a typed :class:`MemoryWriteResult` or raises a
+:class:`~yuxi.errors.YuxiError` (the tool adapter tells the model; the run goes on). Every refusal
+leaves the file untouched. Storage failures are :class:`~yuxi.errors.StorageUnavailable` — except
+when the publish already happened and only ending the transaction failed: the file did change,
+so the result says so (``updated``), truthfully.
+
+Every MEMORY.md writer holds, in this order, the per-uid PostgreSQL advisory lock (the authority
+across workers, held until the unit of work ends) and the per-uid file lock (see
+:mod:`yuxi.services._memory_lock`), and publishes by atomic replace.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from yuxi.errors import (
-    InvalidArgument,
-    PreconditionFailed,
+    MemoryDisabled,
+    MemoryTooLarge,
+    StorageUnavailable,
+    UnauthorizedRun,
     WorkspaceError,
     WorkspaceFileNotFound,
 )
-from yuxi.repositories.agent_run_repository import AgentRunRepository
-from yuxi.repositories.user_repository import UserRepository
+from yuxi.identity import RunIdentity
+from yuxi.limits import (
+    MEMORY_CONTENT_MAX_BYTES,
+    MEMORY_FILE_MAX_BYTES,
+    MEMORY_PROMPT_MAX_BYTES,
+    MEMORY_REPLACES_MAX_BYTES,
+)
+from yuxi.services._memory_edits import UserMemoryEdits
 from yuxi.services._memory_lock import memory_file_lock
 from yuxi.services._memory_text import (
-    CONTENT_MAX_BYTES,
-    MEMORY_FILE_MAX_BYTES,
-    REPLACES_MAX_BYTES,
-    MemoryEdit,
-    MemoryEditError,
+    PROMPT_TRUNCATION_NOTE,
+    MemorySnapshot,
     apply_add,
     apply_replace,
-    check_text_argument,
     decode_memory_file,
     encode_result,
+    snapshot_of,
 )
-from yuxi.services._tool_args import tool_error
-from yuxi.utils.string_utils import is_valid_text
-from yuxi.workspace.filesystem import Workspace, etag_for
+from yuxi.services.unit_of_work import UnitOfWorkFactory
+from yuxi.utils.string_utils import check_text
+from yuxi.workspace.filesystem import Workspace
+
+__all__ = [
+    "MEMORY_DISPLAY_PATH",
+    "PROMPT_MAX_BYTES",
+    "PROMPT_TRUNCATION_NOTE",
+    "MemoryService",
+    "MemorySnapshot",
+    "MemoryWriteResult",
+]
 
 _log = logging.getLogger(__name__)
 
 MEMORY_PATH = Workspace.MEMORY_PATH
 MEMORY_DISPLAY_PATH = "/" + MEMORY_PATH
-PROMPT_MAX_BYTES = 24 * 1024
-PROMPT_TRUNCATION_NOTE = "\n…[memory truncated: only the first 24 KiB of MEMORY.md is shown]"
-IDENTITY_FIELDS = ("uid", "thread_id", "run_id", "request_id", "worker_id")
+PROMPT_MAX_BYTES = MEMORY_PROMPT_MAX_BYTES
+
+#: Storage failures of a write: the database, the file system, the lock.
+_STORAGE_ERRORS = (SQLAlchemyError, OSError, WorkspaceError, TimeoutError)
 
 
 @dataclass(frozen=True)
-class MemorySnapshot:
-    """The memory text injected into one run, and its fingerprint (recorded on the run)."""
+class MemoryWriteResult:
+    """What one ``remember_memory`` did to MEMORY.md (1-based inclusive line span)."""
 
-    text: str
-    sha256: str
+    status: Literal["updated", "unchanged"]
+    path: str
     size: int
-    truncated: bool
+    start_line: int
+    end_line: int
 
-
-def _cut_to_char_boundary(data: bytes) -> bytes:
-    """Drop a trailing partial UTF-8 sequence left by a byte-budget read."""
-    end = len(data)
-    i = end - 1
-    while i >= 0 and end - i <= 4 and (data[i] & 0xC0) == 0x80:
-        i -= 1
-    if i < 0:
-        return data
-    lead = data[i]
-    need = 1 if lead < 0x80 else 2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else 4
-    return data if end - i >= need else data[:i]
+    def to_payload(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 class MemoryService:
     def __init__(
         self,
-        session_factory: async_sessionmaker[AsyncSession],
+        uow: UnitOfWorkFactory,
         workspace_root: Path,
         workspace_factory: Callable[[str], Workspace] | None = None,
     ) -> None:
-        self._sessions = session_factory
+        self._uow = uow
         self._root = workspace_root
         self._workspace = workspace_factory or (lambda uid: Workspace(workspace_root, uid))
+        self._edits = UserMemoryEdits(uow, workspace_root, self._workspace)
 
     # -- read side ----------------------------------------------------------------------------
 
     async def memory_enabled(self, uid: str) -> bool:
-        async with self._sessions() as session:
-            return await UserRepository(session).memory_enabled(uid)
+        async with self._uow() as uow:
+            return await uow.users.memory_enabled(uid)
 
     async def load_memory_snapshot(self, uid: str) -> MemorySnapshot | None:
         """``None`` when the switch is off — and then MEMORY.md is not even opened."""
@@ -111,20 +123,10 @@ class MemoryService:
         except WorkspaceError as exc:
             _log.warning("memory of %s not readable: %s", uid, exc)
             data, truncated = b"", False
-        if truncated:
-            data = _cut_to_char_boundary(data)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            # Fail closed: never inject mangled bytes; remember_memory reports the encoding.
+        snapshot = snapshot_of(data, truncated)
+        if not snapshot.text and data.strip():
             _log.warning("memory of %s is not valid UTF-8; not injected", uid)
-            text, truncated = "", False
-        if not text.strip():
-            text, truncated = "", False
-        elif truncated:
-            text += PROMPT_TRUNCATION_NOTE
-        raw = text.encode("utf-8")
-        return MemorySnapshot(text, hashlib.sha256(raw).hexdigest(), len(raw), truncated)
+        return snapshot
 
     async def load_memory_prompt(self, uid: str) -> str | None:
         snapshot = await self.load_memory_snapshot(uid)
@@ -133,168 +135,100 @@ class MemoryService:
     # -- the write tool -----------------------------------------------------------------------
 
     async def remember_memory(
-        self,
-        *,
-        uid: str,
-        thread_id: str,
-        run_id: str,
-        request_id: str,
-        worker_id: str,
-        content: object,
-        replaces: object = None,
-    ) -> dict[str, Any]:
-        identity = {
-            "uid": uid,
-            "thread_id": thread_id,
-            "run_id": run_id,
-            "request_id": request_id,
-            "worker_id": worker_id,
-        }
-        missing = [
-            k
-            for k in IDENTITY_FIELDS
-            if not isinstance(identity[k], str) or not identity[k] or not is_valid_text(identity[k])
-        ]
-        if missing:
-            return tool_error(
-                "unauthorized_run",
-                f"no trusted run identity ({', '.join(missing)} missing or invalid)",
-            )
-        try:
-            text = check_text_argument("content", content, CONTENT_MAX_BYTES)
-            old = (
-                None
-                if replaces is None
-                else check_text_argument("replaces", replaces, REPLACES_MAX_BYTES)
-            )
-        except MemoryEditError as exc:
-            return tool_error(exc.code, exc.message)
-        published: dict[str, Any] = {}
+        self, identity: RunIdentity, content: object, replaces: object = None
+    ) -> MemoryWriteResult:
+        """Add ``content`` (deduplicated by whole lines) or replace the one exact ``replaces``.
+
+        Only a lease-holding identity may write; the run row decides under ``FOR UPDATE``.
+        """
+        if not identity.holds_lease:
+            raise UnauthorizedRun("this run holds no lease and may not write memory")
+        text = check_text("content", content, max_bytes=MEMORY_CONTENT_MAX_BYTES)
+        old = (
+            None
+            if replaces is None
+            else check_text("replaces", replaces, max_bytes=MEMORY_REPLACES_MAX_BYTES)
+        )
+        published: list[MemoryWriteResult] = []
         try:
             return await self._locked_remember(identity, text, old, published)
-        except MemoryEditError as exc:
-            return tool_error(exc.code, exc.message)
-        except (SQLAlchemyError, OSError, WorkspaceError, TimeoutError) as exc:
-            _log.warning("remember_memory for %s failed: %r", uid, exc)
+        except _STORAGE_ERRORS as exc:
+            _log.warning("remember_memory for %s failed: %r", identity.uid, exc)
             if published:
                 # The publish happened under both locks; only ending the (read-only)
                 # transaction failed. The file did change: say so, truthfully.
-                return published
-            return tool_error(
-                "storage_unavailable",
-                "memory storage is unavailable right now; nothing was changed. Try again later.",
-            )
+                return published[0]
+            raise StorageUnavailable(
+                "memory storage is unavailable right now; nothing was changed. Try again later."
+            ) from None
 
     async def _locked_remember(
         self,
-        identity: dict[str, str],
+        identity: RunIdentity,
         content: str,
         replaces: str | None,
-        published: dict[str, Any],
-    ) -> dict[str, Any]:
-        uid = identity["uid"]
-        workspace = self._workspace(uid)
-        async with self._sessions() as session, session.begin():
-            auth = await AgentRunRepository(session).lock_memory_write(**identity)
+        published: list[MemoryWriteResult],
+    ) -> MemoryWriteResult:
+        workspace = self._workspace(identity.uid)
+        async with self._uow() as uow:
+            auth = await uow.runs.lock_memory_write(identity)
             if not auth.ok:
-                return tool_error(
-                    "unauthorized_run", f"this run may not write memory: {auth.reason}"
-                )
+                raise UnauthorizedRun(f"this run may not write memory: {auth.reason}")
             # Re-read the switch under the lock: turning memory off mid-run wins.
-            if not await UserRepository(session).memory_enabled(uid):
-                return tool_error("memory_disabled", "memory is turned off for this user")
+            if not await uow.users.memory_enabled(identity.uid):
+                raise MemoryDisabled("memory is turned off for this user")
             async with memory_file_lock(self._root, workspace.directory.name):
-                base = await self._read_current(workspace)
-                edit: MemoryEdit = (
+                base = await _read_current(workspace)
+                edit = (
                     apply_add(base, content)
                     if replaces is None
                     else apply_replace(base, replaces, content)
                 )
-                data = edit.text.encode("utf-8")
-                if edit.changed:
-                    data = encode_result(edit.text)
-                result = {
-                    "status": "updated" if edit.changed else "unchanged",
-                    "path": MEMORY_DISPLAY_PATH,
-                    "size": len(data),
-                    "start_line": edit.start_line,
-                    "end_line": edit.end_line,
-                }
+                data = encode_result(edit.text) if edit.changed else edit.text.encode("utf-8")
+                result = MemoryWriteResult(
+                    status="updated" if edit.changed else "unchanged",
+                    path=MEMORY_DISPLAY_PATH,
+                    size=len(data),
+                    start_line=edit.start_line,
+                    end_line=edit.end_line,
+                )
                 if edit.changed:
                     await workspace.replace_authorized_file(MEMORY_PATH, data)
-                    published.update(result)
+                    published.append(result)
+            # Read-only transaction: leaving the block rolls back and releases the locks.
         return result
-
-    async def _read_current(self, workspace: Workspace) -> str:
-        try:
-            data, truncated = await workspace.read_authorized_file_prefix(
-                MEMORY_PATH, MEMORY_FILE_MAX_BYTES
-            )
-        except WorkspaceFileNotFound:
-            return ""
-        if truncated:
-            raise MemoryEditError(
-                "memory_too_large",
-                f"MEMORY.md is larger than {MEMORY_FILE_MAX_BYTES} bytes; ask the user to tidy it "
-                "in the workspace file editor",
-            )
-        return decode_memory_file(data)
 
     # -- user edits (file API, UI, generic file tools) ----------------------------------------
 
     async def read_memory_file(self, uid: str) -> tuple[bytes, str]:
         """Current bytes and strong ETag of MEMORY.md (missing reads as empty)."""
-        try:
-            data = await self._workspace(uid).read_file(MEMORY_PATH, MEMORY_FILE_MAX_BYTES)
-        except WorkspaceFileNotFound:
-            data = b""
-        return data, etag_for(data)
+        return await self._edits.read(uid)
 
     async def write_memory_file(self, uid: str, data: bytes, *, if_match: str | None = None) -> str:
-        """Replace MEMORY.md with a user's edit under the same lock and publish as the tool.
+        """Replace MEMORY.md with a user's edit under the same locks and publish as the tool.
 
         ``if_match`` (an ETag from :meth:`read_memory_file`; ``*`` matches anything) makes a
-        stale edit fail with :class:`PreconditionFailed` instead of overwriting newer memory.
-        Returns the new ETag. Raises :class:`InvalidArgument` for non-UTF-8 or oversize data.
+        stale edit fail with :class:`~yuxi.errors.PreconditionFailed` instead of overwriting
+        newer memory. Returns the new ETag. Raises :class:`~yuxi.errors.InvalidArgument` for
+        non-UTF-8, NUL or oversize data.
         """
-        if len(data) > MEMORY_FILE_MAX_BYTES:
-            raise InvalidArgument(
-                f"MEMORY.md may be at most {MEMORY_FILE_MAX_BYTES} bytes, got {len(data)}"
-            )
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidArgument("MEMORY.md must be valid UTF-8") from None
-        if b"\x00" in data:
-            raise InvalidArgument("MEMORY.md must not contain NUL bytes")
-        async with self._user_edit(uid, if_match) as workspace:
-            await workspace.replace_authorized_file(MEMORY_PATH, data)
-        return etag_for(data)
+        return await self._edits.write(uid, data, if_match=if_match)
 
     async def delete_memory_file(self, uid: str, *, if_match: str | None = None) -> None:
-        """Delete MEMORY.md under the same lock (a later remember_memory re-creates it)."""
-        async with self._user_edit(uid, if_match) as workspace:
-            with contextlib.suppress(WorkspaceFileNotFound):
-                await workspace.delete_file(MEMORY_PATH)
-
-    @asynccontextmanager
-    async def _user_edit(self, uid: str, if_match: str | None) -> AsyncIterator[Workspace]:
-        """Hold the per-uid advisory lock and file lock; check ``If-Match`` against the file."""
-        workspace = self._workspace(uid)
-        async with self._sessions() as session, session.begin():
-            await AgentRunRepository(session).lock_user_memory(uid)
-            async with memory_file_lock(self._root, workspace.directory.name):
-                if if_match is not None and if_match.strip() != "*":
-                    try:
-                        current = await workspace.read_file(MEMORY_PATH, MEMORY_FILE_MAX_BYTES + 1)
-                    except WorkspaceFileNotFound:
-                        current = b""
-                    if etag_for(current) not in _etag_list(if_match):
-                        raise PreconditionFailed(
-                            "MEMORY.md changed since you loaded it; reload and re-apply your edit"
-                        )
-                yield workspace
+        """Delete MEMORY.md under the same locks (a later remember_memory re-creates it)."""
+        await self._edits.delete(uid, if_match=if_match)
 
 
-def _etag_list(header: str) -> set[str]:
-    return {part.strip().removeprefix("W/") for part in header.split(",") if part.strip()}
+async def _read_current(workspace: Workspace) -> str:
+    try:
+        data, truncated = await workspace.read_authorized_file_prefix(
+            MEMORY_PATH, MEMORY_FILE_MAX_BYTES
+        )
+    except WorkspaceFileNotFound:
+        return ""
+    if truncated:
+        raise MemoryTooLarge(
+            f"MEMORY.md is larger than {MEMORY_FILE_MAX_BYTES} bytes; ask the user to tidy it "
+            "in the workspace file editor"
+        )
+    return decode_memory_file(data)

@@ -14,6 +14,7 @@ until the block commits or rolls back.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from types import TracebackType
 from typing import Self
@@ -37,12 +38,10 @@ class UnitOfWork:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
         self._session: AsyncSession | None = None
-        self._committed = False
 
     async def __aenter__(self) -> Self:
         session = self._sessions()
         self._session = session
-        self._committed = False
         self.users = UserRepository(session)
         self.runs = AgentRunRepository(session)
         self.conversations = ConversationRepository(session)
@@ -59,16 +58,19 @@ class UnitOfWork:
         self._session = None
         if session is None:
             return
-        # close() detaches every loaded row *before* it rolls the transaction back, so rows a
-        # read-only block returns stay readable; an explicit rollback() would expire them.
-        await session.close()
+        # Like AsyncSession.__aexit__: end the session in its own task, shielded, so that a
+        # cancelled caller cannot leak a checked-out connection — and so that leaving a block
+        # always yields to the event loop (a writer failing fast against a dead server must
+        # not starve every other task). close() rolls back what was not committed, after
+        # detaching every loaded row: rows a read-only block returns stay readable (an explicit
+        # rollback() would expire them).
+        await asyncio.shield(asyncio.ensure_future(session.close()))
 
     async def commit(self) -> None:
         """Commit everything done in this block. Once committed, the block is over."""
         if self._session is None:
             raise RuntimeError("commit() outside 'async with'")
         await self._session.commit()
-        self._committed = True
 
 
 UnitOfWorkFactory = Callable[[], UnitOfWork]

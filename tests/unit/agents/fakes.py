@@ -3,7 +3,6 @@ capturing offline model. No database anywhere."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,24 @@ from pydantic import Field
 
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.models.offline import OfflineChatModel
-from yuxi.errors import WorkspaceFileNotFound
-from yuxi.services.memory_service import MemorySnapshot
-from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
+from yuxi.errors import MemoryDisabled, MemoryTooLarge, UnauthorizedRun, WorkspaceFileNotFound
+from yuxi.limits import (
+    MEMORY_CONTENT_MAX_BYTES,
+    MEMORY_FILE_MAX_BYTES,
+    MEMORY_PROMPT_MAX_BYTES,
+    MEMORY_REPLACES_MAX_BYTES,
+)
+from yuxi.services._memory_text import (
+    apply_add,
+    apply_replace,
+    decode_memory_file,
+    encode_result,
+    snapshot_of,
+)
+from yuxi.services.lookback_service import LookbackResult
+from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
+from yuxi.utils.string_utils import check_text
+from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, etag_for
 
 UID = "user-1"
 CTX = RunIdentity(
@@ -85,11 +99,26 @@ class SpyWorkspace(Workspace):
 
 
 class FakeMemory:
-    """Same coroutine names as MemoryService; records calls; the switch is a plain flag."""
+    """Same coroutines as MemoryService and LookbackService, no database; records calls.
 
-    def __init__(self, workspace: SpyWorkspace, *, enabled: bool = True) -> None:
+    The switch is a plain flag and a lease-holding identity is trusted without a run row; the
+    rest is the real thing: the snapshot and the add/dedupe/replace edits run the same pure
+    functions as :class:`MemoryService` (``yuxi.services._memory_text``), and
+    ``tests/integration/test_memory_contract.py`` runs one test suite against both.
+    ``remember_result`` scripts the answer of ``remember_memory`` instead (the file is left
+    alone), for tests of what the tools pass through. The history tools answer canned pages.
+    """
+
+    def __init__(
+        self,
+        workspace: SpyWorkspace,
+        *,
+        enabled: bool = True,
+        remember_result: MemoryWriteResult | None = None,
+    ) -> None:
         self.workspace = workspace
         self.enabled = enabled
+        self.remember_result = remember_result
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def calls_to(self, name: str) -> list[dict[str, Any]]:
@@ -101,61 +130,101 @@ class FakeMemory:
             return None  # like the real service: switch off → MEMORY.md is not opened
         try:
             data, truncated = await self.workspace.read_authorized_file_prefix(
-                MEMORY_PATH, 24 * 1024
+                MEMORY_PATH, MEMORY_PROMPT_MAX_BYTES
             )
         except WorkspaceFileNotFound:
             data, truncated = b"", False
-        text = data.decode("utf-8")
-        if not text.strip():
-            text = ""
-        raw = text.encode("utf-8")
-        return MemorySnapshot(text, hashlib.sha256(raw).hexdigest(), len(raw), truncated)
+        return snapshot_of(data, truncated)
 
-    async def remember_memory(self, **kwargs: Any) -> dict[str, Any]:
-        self.calls.append(("remember_memory", kwargs))
-        return {
-            "status": "updated",
-            "path": "/agents/MEMORY.md",
-            "size": len(str(kwargs["content"]).encode("utf-8")) + 1,
-            "start_line": 1,
-            "end_line": 1,
-        }
-
-    async def search_thread_messages(self, **kwargs: Any) -> dict[str, Any]:
-        self.calls.append(("search_thread_messages", kwargs))
-        return {
-            "status": "ok",
-            "items": [
+    async def remember_memory(
+        self, identity: RunIdentity, content: object, replaces: object = None
+    ) -> MemoryWriteResult:
+        self.calls.append(
+            (
+                "remember_memory",
                 {
-                    "thread_id": "thread-old",
-                    "title": "旧对话",
-                    "message_id": 7,
-                    "role": "user",
-                    "content": f"…{kwargs['query']}…",
-                }
-            ],
-        }
+                    "uid": identity.uid,
+                    "thread_id": identity.thread_id,
+                    "run_id": identity.run_id,
+                    "request_id": identity.request_id,
+                    "worker_id": identity.worker_id,
+                    "content": content,
+                    "replaces": replaces,
+                },
+            )
+        )
+        if self.remember_result is not None:
+            return self.remember_result
+        if not identity.holds_lease or identity.uid != self.workspace.uid:
+            raise UnauthorizedRun("this run may not write memory")
+        text = check_text("content", content, max_bytes=MEMORY_CONTENT_MAX_BYTES)
+        old = (
+            None
+            if replaces is None
+            else check_text("replaces", replaces, max_bytes=MEMORY_REPLACES_MAX_BYTES)
+        )
+        if not self.enabled:
+            raise MemoryDisabled("memory is turned off for this user")
+        try:
+            data, truncated = await self.workspace.read_authorized_file_prefix(
+                MEMORY_PATH, MEMORY_FILE_MAX_BYTES
+            )
+        except WorkspaceFileNotFound:
+            data, truncated = b"", False
+        if truncated:
+            raise MemoryTooLarge(f"MEMORY.md is larger than {MEMORY_FILE_MAX_BYTES} bytes")
+        base = decode_memory_file(data)
+        edit = apply_add(base, text) if old is None else apply_replace(base, old, text)
+        out = encode_result(edit.text) if edit.changed else edit.text.encode("utf-8")
+        if edit.changed:
+            await self.workspace.replace_authorized_file(MEMORY_PATH, out)
+        return MemoryWriteResult(
+            "updated" if edit.changed else "unchanged",
+            "/" + MEMORY_PATH,
+            len(out),
+            edit.start_line,
+            edit.end_line,
+        )
 
-    async def read_thread_messages(self, **kwargs: Any) -> dict[str, Any]:
+    async def search_thread_messages(self, **kwargs: Any) -> LookbackResult:
+        self.calls.append(("search_thread_messages", kwargs))
+        return LookbackResult(
+            {
+                "status": "ok",
+                "items": [
+                    {
+                        "thread_id": "thread-old",
+                        "title": "旧对话",
+                        "message_id": 7,
+                        "role": "user",
+                        "content": f"…{kwargs['query']}…",
+                    }
+                ],
+            }
+        )
+
+    async def read_thread_messages(self, **kwargs: Any) -> LookbackResult:
         self.calls.append(("read_thread_messages", kwargs))
-        return {
-            "status": "ok",
-            "thread_id": kwargs["thread_id"],
-            "messages": [{"message_id": 7, "role": "user", "content": "hello"}],
-        }
+        return LookbackResult(
+            {
+                "status": "ok",
+                "thread_id": kwargs["thread_id"],
+                "messages": [{"message_id": 7, "role": "user", "content": "hello"}],
+            }
+        )
 
     async def read_memory_file(self, uid: str) -> tuple[bytes, str]:
         self.calls.append(("read_memory_file", {"uid": uid}))
         try:
-            data = await self.workspace.read_file(MEMORY_PATH, 128 * 1024)
+            data = await self.workspace.read_file(MEMORY_PATH, MEMORY_FILE_MAX_BYTES)
         except WorkspaceFileNotFound:
             data = b""
-        return data, '"' + hashlib.sha256(data).hexdigest() + '"'
+        return data, etag_for(data)
 
     async def write_memory_file(self, uid: str, data: bytes, *, if_match: str | None = None) -> str:
         self.calls.append(("write_memory_file", {"uid": uid, "data": data, "if_match": if_match}))
         await self.workspace.replace_authorized_file(MEMORY_PATH, data)
-        return '"' + hashlib.sha256(data).hexdigest() + '"'
+        return etag_for(data)
 
 
 class CapturingModel(OfflineChatModel):

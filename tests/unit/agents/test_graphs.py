@@ -17,7 +17,8 @@ from yuxi.agents.context import build_agent_input_context
 from yuxi.agents.graphs import build_chatbot_graph, build_subagent_graph
 from yuxi.agents.middlewares.memory import MEMORY_TOOL_NAMES
 from yuxi.agents.tools import make_delegate_tool
-from yuxi.services.memory_service import MemorySnapshot
+from yuxi.agents.tools.delegate import SubagentReply
+from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
 from yuxi.workspace.filesystem import AGENTS_PATH, MEMORY_PATH
 
 MARKER = "UNIQUE-MEMORY-MARKER-41c7e2"
@@ -80,7 +81,10 @@ def _tool_messages(result: dict[str, Any]) -> list[ToolMessage]:
 
 async def test_remember_calls_the_service_with_the_run_identity(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    memory = FakeMemory(ws)
+    # The service's answer is scripted: this test is about what reaches it and what comes back.
+    memory = FakeMemory(
+        ws, remember_result=MemoryWriteResult("updated", "/agents/MEMORY.md", 19, 1, 1)
+    )
     model = CapturingModel()
     reported: list[MemorySnapshot] = []
 
@@ -285,7 +289,7 @@ async def test_delegation_runs_the_subagent_without_memory(tmp_path: Path) -> No
     sub_model = CapturingModel()
     sub_contexts: list[Any] = []
 
-    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> str:
+    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> SubagentReply:
         sub_ctx = replace(runtime.context, thread_id="child-1", run_id="run-child", worker_id=None)
         sub_contexts.append(sub_ctx)
         sub_input = await build_agent_input_context(
@@ -301,7 +305,7 @@ async def test_delegation_runs_the_subagent_without_memory(tmp_path: Path) -> No
             )
         finally:
             ws.forbid_memory_reads = False
-        return json.dumps({"status": "ok", "reply": _final(out).text}, ensure_ascii=False)
+        return SubagentReply(reply=_final(out).text)
 
     main_model = CapturingModel()
     graph = await _chatbot(
@@ -363,11 +367,11 @@ async def test_subagent_state_stays_out_of_the_parent_checkpoint(tmp_path: Path)
     fake = FakeMemory(ws)
     saver = InMemorySaver()
 
-    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> str:
+    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> SubagentReply:
         sub_ctx = replace(runtime.context, thread_id="child-1", worker_id=None)
         sub_graph = build_subagent_graph(model=CapturingModel(), workspace=ws, system_prompt="s")
         out = await sub_graph.ainvoke({"messages": [HumanMessage(content=task)]}, context=sub_ctx)
-        return _final(out).text
+        return SubagentReply(reply=_final(out).text)
 
     graph = await build_chatbot_graph(
         model=CapturingModel(),

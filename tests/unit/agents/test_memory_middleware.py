@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.tools import ToolRuntime
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace, forged_identity
 from yuxi.agents.middlewares.memory import (
@@ -80,6 +80,14 @@ def _runtime(context: object) -> ToolRuntime[Any, Any]:
         tool_call_id="call-1",
         store=None,
     )
+
+
+def _content(message: ToolMessage) -> str:
+    """The content of a tool's ToolMessage; its status must agree with the payload's."""
+    assert isinstance(message, ToolMessage) and message.tool_call_id == "call-1"
+    assert isinstance(message.content, str)
+    assert (message.status == "error") == (json.loads(message.content)["status"] == "error")
+    return message.content
 
 
 def _request(system: SystemMessage | None) -> ModelRequest[Any]:
@@ -189,7 +197,9 @@ async def test_remember_takes_identity_only_from_the_runtime_context(tmp_path: P
     remember = next(t for t in mw.tools if t.name == "remember_memory")
     assert remember.coroutine is not None
 
-    out = await remember.coroutine(content="喜欢乌龙茶", replaces=None, runtime=_runtime(CTX))
+    out = _content(
+        await remember.coroutine(content="喜欢乌龙茶", replaces=None, runtime=_runtime(CTX))
+    )
 
     assert out == json.dumps(json.loads(out), ensure_ascii=False, separators=(",", ":"))
     assert json.loads(out)["status"] == "updated"
@@ -236,7 +246,9 @@ async def test_tools_fail_closed_without_a_trusted_identity(
     }
     for tool in mw.tools:
         assert tool.coroutine is not None
-        out = json.loads(await tool.coroutine(**args[tool.name], runtime=_runtime(context)))
+        out = json.loads(
+            _content(await tool.coroutine(**args[tool.name], runtime=_runtime(context)))
+        )
         assert out["status"] == "error"
         assert out["code"] == "unauthorized_run"
     assert memory.calls == calls_before
@@ -248,7 +260,7 @@ async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
     search, read = (t for t in mw.tools if t.name != "remember_memory")
     assert search.coroutine is not None and read.coroutine is not None
 
-    out = await search.coroutine(query="绿茶", limit=3, runtime=_runtime(CTX))
+    out = _content(await search.coroutine(query="绿茶", limit=3, runtime=_runtime(CTX)))
     assert '"title":"旧对话"' in out  # compact, non-ASCII kept
     await read.coroutine(
         thread_id="thread-old", message_id=7, limit=4, include_tools=True, runtime=_runtime(CTX)
@@ -270,14 +282,14 @@ async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
 async def test_service_exception_becomes_a_structured_error(tmp_path: Path) -> None:
     memory = _setup(tmp_path, "tea")
 
-    async def boom(**_kwargs: Any) -> dict[str, Any]:
+    async def boom(*_args: Any, **_kwargs: Any) -> Any:
         raise RuntimeError("database exploded")
 
     memory.remember_memory = boom  # type: ignore[method-assign]
     mw = await _middleware(memory)
     remember = next(t for t in mw.tools if t.name == "remember_memory")
     assert remember.coroutine is not None
-    out = json.loads(await remember.coroutine(content="x", runtime=_runtime(CTX)))
+    out = json.loads(_content(await remember.coroutine(content="x", runtime=_runtime(CTX))))
     assert out["code"] == "storage_unavailable"
     assert "exploded" not in out["error"]
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
 from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace, forged_identity
@@ -20,6 +21,7 @@ from yuxi.agents.tools import (
     make_read_workspace_tool,
     make_workspace_tools,
 )
+from yuxi.agents.tools.delegate import SubagentReply
 from yuxi.agents.tools.workspace_tools import READ_MAX_BYTES
 from yuxi.workspace.filesystem import MEMORY_PATH
 
@@ -45,7 +47,14 @@ def _setup(tmp_path: Path, *, allow_memory_file: bool = True) -> tuple[dict[str,
 
 async def _call(tool: BaseTool, context: object = CTX, **args: Any) -> dict[str, Any]:
     assert tool.coroutine is not None
-    result: dict[str, Any] = json.loads(await tool.coroutine(**args, runtime=_runtime(context)))
+    return _payload(await tool.coroutine(**args, runtime=_runtime(context)))
+
+
+def _payload(message: ToolMessage) -> dict[str, Any]:
+    """The payload of a tool's ToolMessage; its status must agree with the payload's."""
+    assert isinstance(message, ToolMessage) and message.tool_call_id == "call-1"
+    result: dict[str, Any] = json.loads(str(message.content))
+    assert (message.status == "error") == (result["status"] == "error")
     return result
 
 
@@ -209,15 +218,15 @@ async def test_read_only_tool_for_subagents(tmp_path: Path) -> None:
 async def test_delegate_tool_schema_and_call() -> None:
     seen: list[tuple[str, object]] = []
 
-    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> str:
+    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> SubagentReply:
         seen.append((task, runtime.context))
-        return '{"status":"ok","reply":"done"}'
+        return SubagentReply(reply="done")
 
     tool = make_delegate_tool(run_subagent)
     assert tool.name == DELEGATE_TOOL_NAME == "delegate_to_subagent"
     assert list(tool.tool_call_schema.model_json_schema()["properties"]) == ["task"]
     assert tool.coroutine is not None
-    out = await tool.coroutine(task="  sum up notes  ", runtime=_runtime())
+    out = (await tool.coroutine(task="  sum up notes  ", runtime=_runtime())).content
     assert out == '{"status":"ok","reply":"done"}'
     assert seen == [("sum up notes", CTX)]
 
@@ -225,20 +234,20 @@ async def test_delegate_tool_schema_and_call() -> None:
 async def test_delegate_fails_closed_and_never_crashes() -> None:
     calls: list[str] = []
 
-    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> str:
+    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> SubagentReply:
         calls.append(task)
         raise RuntimeError("child exploded")
 
     tool = make_delegate_tool(run_subagent)
     assert tool.coroutine is not None
     sub = replace(CTX, worker_id=None)
-    assert json.loads(await tool.coroutine(task="x", runtime=_runtime(sub)))["code"] == (
+    assert _payload(await tool.coroutine(task="x", runtime=_runtime(sub)))["code"] == (
         "unauthorized_run"
     )
-    assert json.loads(await tool.coroutine(task="  ", runtime=_runtime()))["code"] == (
+    assert _payload(await tool.coroutine(task="  ", runtime=_runtime()))["code"] == (
         "invalid_argument"
     )
     assert calls == []
-    out = json.loads(await tool.coroutine(task="x", runtime=_runtime()))
+    out = _payload(await tool.coroutine(task="x", runtime=_runtime()))
     assert out["code"] == "subagent_failed"
     assert calls == ["x"]

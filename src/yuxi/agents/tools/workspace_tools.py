@@ -2,7 +2,8 @@
 
 Identity comes only from ``ToolRuntime.context`` and must belong to the workspace the tools were
 bound to. Paths are workspace-relative and validated by :mod:`yuxi.workspace` (no ``..``, no
-absolute paths, no symlinks); every failure is a structured tool result, never an exception.
+absolute paths, no symlinks); every failure is an error ``ToolMessage`` (one adapter,
+:mod:`yuxi.agents.tools.tool_result`), never an exception.
 
 ``write_workspace_file`` and ``edit_workspace_file`` are sensitive (:data:`SENSITIVE_TOOLS`): the
 chatbot graph pauses them for human approval. ``remember_memory`` is not on that list. When they
@@ -15,15 +16,32 @@ memory switch and the SubAgent boundary cannot be bypassed through a generic fil
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from langchain.tools import ToolRuntime
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
-from yuxi.agents._common import compact_json, cut_to_char_boundary, error_result
 from yuxi.agents._ports import MemoryPort
 from yuxi.agents.context import RunIdentity, trusted_context
-from yuxi.errors import YuxiError
+from yuxi.agents.prompts import (
+    EDIT_WORKSPACE_FILE_DESCRIPTION,
+    READ_WORKSPACE_FILE_DESCRIPTION,
+    WRITE_WORKSPACE_FILE_DESCRIPTION,
+)
+from yuxi.agents.tools.tool_result import tool_message
+from yuxi.errors import (
+    EditConflict,
+    FileTooLarge,
+    ForbiddenPath,
+    InvalidArgument,
+    NotText,
+    StorageUnavailable,
+    UnauthorizedRun,
+)
+from yuxi.limits import TOOL_READ_MAX_BYTES, TOOL_WRITE_MAX_BYTES
+from yuxi.utils.string_utils import cut_to_char_boundary
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, split_relative_path
 
 __all__ = [
@@ -31,6 +49,7 @@ __all__ = [
     "READ_MAX_BYTES",
     "SENSITIVE_TOOLS",
     "WRITE_MAX_BYTES",
+    "WorkspaceFileResult",
     "make_read_workspace_tool",
     "make_workspace_tools",
 ]
@@ -40,9 +59,9 @@ _log = logging.getLogger(__name__)
 #: Tools that pause for human approval (LangChain human-in-the-loop middleware).
 SENSITIVE_TOOLS = ("write_workspace_file", "edit_workspace_file")
 
-READ_MAX_BYTES = 64 * 1024
-WRITE_MAX_BYTES = 1024 * 1024
-EDIT_MAX_BYTES = 1024 * 1024
+READ_MAX_BYTES = TOOL_READ_MAX_BYTES
+WRITE_MAX_BYTES = TOOL_WRITE_MAX_BYTES
+EDIT_MAX_BYTES = TOOL_WRITE_MAX_BYTES
 
 _UNAUTHORIZED = "this call has no trusted run identity for this workspace"
 _MEMORY_REFUSED = (
@@ -50,15 +69,31 @@ _MEMORY_REFUSED = (
 )
 
 
+@dataclass(frozen=True)
+class WorkspaceFileResult:
+    """A file read (``ok``, with its text), written or edited; ``size`` in UTF-8 bytes."""
+
+    status: Literal["ok", "written", "edited"]
+    path: str
+    size: int
+    content: str | None = None
+    truncated: bool = False
+
+    def to_payload(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {"status": self.status, "path": self.path}
+        if self.content is not None:
+            payload["content"] = self.content
+        payload["size"] = self.size
+        if self.truncated:
+            payload["truncated"] = True
+        return payload
+
+
 def _normalize_path(path: object) -> str:
     """Validated workspace-relative path; one leading ``/`` (workspace root) is accepted."""
     if isinstance(path, str) and path.startswith("/") and not path.startswith("//"):
         path = path[1:]
     return "/".join(split_relative_path(path))
-
-
-def _error_for(exc: YuxiError) -> str:
-    return error_result(exc.code, exc.message)
 
 
 class _Bound:
@@ -71,10 +106,10 @@ class _Bound:
         self.memory = memory
         self.allow_memory_file = allow_memory_file and memory is not None
 
-    def identity(self, runtime: object) -> RunIdentity | None:
-        context = trusted_context(getattr(runtime, "context", None), require_worker=False)
+    def identity(self, runtime: ToolRuntime[RunIdentity | None, Any]) -> RunIdentity:
+        context = trusted_context(runtime.context, require_worker=False)
         if context is None or context.uid != self.workspace.uid:
-            return None
+            raise UnauthorizedRun(_UNAUTHORIZED)
         return context
 
     def resolve(self, path: object) -> tuple[str, bool]:
@@ -82,167 +117,133 @@ class _Bound:
         normalized = _normalize_path(path)
         is_memory = normalized == MEMORY_PATH
         if is_memory and not self.allow_memory_file:
-            raise _MemoryRefused
+            raise ForbiddenPath(_MEMORY_REFUSED)
         return normalized, is_memory
 
-
-class _MemoryRefused(Exception):
-    pass
+    def memory_writer(self) -> MemoryPort:
+        assert self.memory is not None  # allow_memory_file implies a memory writer
+        return self.memory
 
 
 def _decode(data: bytes, path: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _NotText(f"{path} is not UTF-8 text") from None
+        raise NotText(f"{path} is not UTF-8 text") from None
 
 
-class _NotText(Exception):
-    pass
+def _encode(text: str, name: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{name} is not valid Unicode") from None
 
 
 def _read_tool(bound: _Bound) -> BaseTool:
-    async def read_workspace_file(
-        path: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
-    ) -> str:
-        if bound.identity(runtime) is None:
-            return error_result("unauthorized_run", _UNAUTHORIZED)
+    async def read(path: str, runtime: ToolRuntime[RunIdentity | None, Any]) -> WorkspaceFileResult:
+        bound.identity(runtime)
+        normalized, _ = bound.resolve(path)
         try:
-            normalized, _ = bound.resolve(path)
             data, truncated = await bound.workspace.read_authorized_file_prefix(
                 normalized, READ_MAX_BYTES
             )
-            if truncated:
-                data = cut_to_char_boundary(data)
-            text = _decode(data, normalized)
-        except _MemoryRefused:
-            return error_result("forbidden_path", _MEMORY_REFUSED)
-        except _NotText as exc:
-            return error_result("not_text", str(exc))
-        except YuxiError as exc:
-            return _error_for(exc)
         except OSError as exc:
             _log.warning("read_workspace_file failed: %r", exc)
-            return error_result("storage_unavailable", "the workspace is not readable right now")
-        result: dict[str, Any] = {
-            "status": "ok",
-            "path": normalized,
-            "content": text,
-            "size": len(data),
-        }
+            raise StorageUnavailable("the workspace is not readable right now") from None
         if truncated:
-            result["truncated"] = True
-        return compact_json(result)
+            data = cut_to_char_boundary(data)
+        text = _decode(data, normalized)
+        return WorkspaceFileResult("ok", normalized, len(data), text, truncated)
+
+    async def read_workspace_file(
+        path: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
+    ) -> ToolMessage:
+        return await tool_message("read_workspace_file", runtime, lambda: read(path, runtime))
 
     return StructuredTool.from_function(
         coroutine=read_workspace_file,
         name="read_workspace_file",
-        description=(
-            "Read a UTF-8 text file of the user's workspace. `path` is relative to the "
-            "workspace (for example `notes/todo.md`); at most 64 KiB are returned."
-        ),
+        description=READ_WORKSPACE_FILE_DESCRIPTION,
     )
 
 
-async def _write(bound: _Bound, uid: str, path: str, is_memory: bool, data: bytes) -> None:
-    if is_memory:
-        assert bound.memory is not None  # allow_memory_file implies a memory writer
-        await bound.memory.write_memory_file(uid, data)
-    else:
-        await bound.workspace.write_file(path, data)
-
-
 def _write_tool(bound: _Bound) -> BaseTool:
+    async def write(
+        path: str, content: str, runtime: ToolRuntime[RunIdentity | None, Any]
+    ) -> WorkspaceFileResult:
+        identity = bound.identity(runtime)
+        normalized, is_memory = bound.resolve(path)
+        data = _encode(content, "content")
+        if len(data) > WRITE_MAX_BYTES:
+            raise FileTooLarge(f"content is larger than {WRITE_MAX_BYTES} bytes")
+        try:
+            if is_memory:
+                await bound.memory_writer().write_memory_file(identity.uid, data)
+            else:
+                await bound.workspace.write_file(normalized, data)
+        except OSError as exc:
+            _log.warning("write_workspace_file failed: %r", exc)
+            raise StorageUnavailable("the file was not written; try again") from None
+        return WorkspaceFileResult("written", normalized, len(data))
+
     async def write_workspace_file(
         path: str, content: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
-    ) -> str:
-        identity = bound.identity(runtime)
-        if identity is None:
-            return error_result("unauthorized_run", _UNAUTHORIZED)
-        try:
-            normalized, is_memory = bound.resolve(path)
-            data = content.encode("utf-8")
-            if len(data) > WRITE_MAX_BYTES:
-                return error_result(
-                    "file_too_large", f"content is larger than {WRITE_MAX_BYTES} bytes"
-                )
-            await _write(bound, identity.uid, normalized, is_memory, data)
-        except _MemoryRefused:
-            return error_result("forbidden_path", _MEMORY_REFUSED)
-        except UnicodeEncodeError:
-            return error_result("invalid_argument", "content is not valid Unicode")
-        except YuxiError as exc:
-            return _error_for(exc)
-        except Exception as exc:  # storage: never crash the run
-            _log.warning("write_workspace_file failed: %r", exc)
-            return error_result("storage_unavailable", "the file was not written; try again")
-        return compact_json({"status": "written", "path": normalized, "size": len(data)})
+    ) -> ToolMessage:
+        return await tool_message(
+            "write_workspace_file", runtime, lambda: write(path, content, runtime)
+        )
 
     return StructuredTool.from_function(
         coroutine=write_workspace_file,
         name="write_workspace_file",
-        description=(
-            "Create or replace a text file of the user's workspace with `content`. `path` is "
-            "relative to the workspace. Needs the user's approval before it runs."
-        ),
+        description=WRITE_WORKSPACE_FILE_DESCRIPTION,
     )
 
 
 def _edit_tool(bound: _Bound) -> BaseTool:
-    async def edit_workspace_file(
-        path: str, old: str, new: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
-    ) -> str:
+    async def edit(
+        path: str, old: str, new: str, runtime: ToolRuntime[RunIdentity | None, Any]
+    ) -> WorkspaceFileResult:
         identity = bound.identity(runtime)
-        if identity is None:
-            return error_result("unauthorized_run", _UNAUTHORIZED)
         if not old:
-            return error_result("invalid_argument", "`old` must not be empty")
+            raise InvalidArgument("`old` must not be empty")
+        normalized, is_memory = bound.resolve(path)
         try:
-            normalized, is_memory = bound.resolve(path)
             etag: str | None = None
             if is_memory:
-                assert bound.memory is not None
-                raw, etag = await bound.memory.read_memory_file(identity.uid)
+                raw, etag = await bound.memory_writer().read_memory_file(identity.uid)
             else:
                 raw = await bound.workspace.read_file(normalized, EDIT_MAX_BYTES)
             text = _decode(raw, normalized)
             count = text.count(old)
             if count != 1:
-                return error_result(
-                    "edit_conflict",
-                    f"`old` occurs {count} times in {normalized}; it must occur exactly once",
+                raise EditConflict(
+                    f"`old` occurs {count} times in {normalized}; it must occur exactly once"
                 )
-            data = text.replace(old, new, 1).encode("utf-8")
+            data = _encode(text.replace(old, new, 1), "`new`")
             if len(data) > EDIT_MAX_BYTES:
-                return error_result(
-                    "file_too_large", f"the edited file would exceed {EDIT_MAX_BYTES} bytes"
-                )
+                raise FileTooLarge(f"the edited file would exceed {EDIT_MAX_BYTES} bytes")
             if is_memory:
-                assert bound.memory is not None
                 # If-Match on the version just read: a concurrent remember_memory is never lost.
-                await bound.memory.write_memory_file(identity.uid, data, if_match=etag)
+                await bound.memory_writer().write_memory_file(identity.uid, data, if_match=etag)
             else:
                 await bound.workspace.write_file(normalized, data)
-        except _MemoryRefused:
-            return error_result("forbidden_path", _MEMORY_REFUSED)
-        except _NotText as exc:
-            return error_result("not_text", str(exc))
-        except UnicodeEncodeError:
-            return error_result("invalid_argument", "`new` is not valid Unicode")
-        except YuxiError as exc:
-            return _error_for(exc)
-        except Exception as exc:
+        except OSError as exc:
             _log.warning("edit_workspace_file failed: %r", exc)
-            return error_result("storage_unavailable", "the file was not edited; try again")
-        return compact_json({"status": "edited", "path": normalized, "size": len(data)})
+            raise StorageUnavailable("the file was not edited; try again") from None
+        return WorkspaceFileResult("edited", normalized, len(data))
+
+    async def edit_workspace_file(
+        path: str, old: str, new: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
+    ) -> ToolMessage:
+        return await tool_message(
+            "edit_workspace_file", runtime, lambda: edit(path, old, new, runtime)
+        )
 
     return StructuredTool.from_function(
         coroutine=edit_workspace_file,
         name="edit_workspace_file",
-        description=(
-            "Replace the one occurrence of the exact text `old` with `new` in a text file of "
-            "the user's workspace. Needs the user's approval before it runs."
-        ),
+        description=EDIT_WORKSPACE_FILE_DESCRIPTION,
     )
 
 
