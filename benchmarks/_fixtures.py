@@ -5,28 +5,45 @@ from __future__ import annotations
 import os
 import random
 import uuid
+from dataclasses import asdict
 from pathlib import Path
-
-from tests.integration.factories import as_kwargs, make_run, make_thread, make_user
 
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
+from yuxi.services.run_service import RunService
 
 from .datagen import CJK_WORDS, EN_WORDS
 
-__all__ = ["Identity", "as_kwargs", "make_claimed_run", "make_thread", "make_user"]
+__all__ = ["Identity", "as_kwargs", "make_claimed_run", "make_user"]
 
 #: Runs live for the whole benchmark: a lease that cannot expire mid-measurement.
 LONG_LEASE_SECONDS = 12 * 3600
 
 
-# The same builders the integration tests use: one definition of "a user" and "a claimed run".
+# Built through the services, exactly as the product creates them (the benchmarks import
+# nothing from the tests, so the tests may import the benchmarks).
 Identity = RunIdentity
+
+
+async def make_user(c: Container, *, memory: bool = True, name: str = "tester") -> str:
+    """A user (with an initialised workspace) whose memory switch is ``memory``."""
+    issued = await c.services.users.create_user(name)
+    await c.services.users.set_memory_enabled(issued.uid, memory)
+    return issued.uid
 
 
 async def make_claimed_run(c: Container, uid: str) -> Identity:
     """A chat run on a new thread, claimed by a fresh worker with a long lease."""
-    return await make_run(c, uid, lease_seconds=LONG_LEASE_SECONDS)
+    thread = await c.services.chat.create_thread(uid)
+    run, _ = await c.services.chat.submit(uid, thread.thread_id, "benchmark run")
+    claimed = await RunService(c.uow, lease_seconds=LONG_LEASE_SECONDS).claim(run.id)
+    assert claimed is not None
+    return claimed.identity
+
+
+def as_kwargs(identity: RunIdentity) -> dict[str, str | None]:
+    """The five identity values (sent to writer processes, which rebuild the identity)."""
+    return asdict(identity)
 
 
 _FACT_TEMPLATES = (

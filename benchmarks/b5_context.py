@@ -29,7 +29,7 @@ from yuxi.agents.middlewares.memory import create_memory_middleware, render_memo
 from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
 from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.agents.tools.workspace_tools import make_workspace_tools
-from yuxi.repositories._history_budget import compact_json
+from yuxi.utils.json_utils import compact_json
 from yuxi.workspace.filesystem import Workspace
 
 from ._env import BenchEnv

@@ -9,20 +9,23 @@ demand by :func:`open_agent_runtime`, here too.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.db.engine import create_engine, create_session_factory, libpq_url
+from yuxi.runtime.agent_runtime import AgentRuntime
 from yuxi.services.chat_service import ChatService
 from yuxi.services.lookback_service import LookbackService
 from yuxi.services.memory_service import MemoryService
 from yuxi.services.run_service import RunService
+from yuxi.services.service_set import Services
 from yuxi.services.unit_of_work import UnitOfWorkFactory, unit_of_work_factory
 from yuxi.services.user_service import UserService
 from yuxi.services.workspace_file_service import WorkspaceFileService
@@ -30,20 +33,18 @@ from yuxi.settings import Settings, load_settings
 from yuxi.workspace.filesystem import Workspace
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
+    from yuxi.runtime.worker import Worker
 
-
-@dataclass(frozen=True)
-class Services:
-    """Every service, built once. Routes, workers, the CLI and tests call these and nothing
-    below them (no session, no repository, no SQL)."""
-
-    chat: ChatService
-    memory: MemoryService
-    lookback: LookbackService
-    users: UserService
-    files: WorkspaceFileService
-    runs: RunService
+__all__ = [
+    "AgentRuntime",
+    "Container",
+    "Services",
+    "bootstrap",
+    "build_worker",
+    "open_agent_runtime",
+    "resolve_database_url",
+    "run_workers",
+]
 
 
 @dataclass
@@ -119,14 +120,6 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     )
 
 
-@dataclass(frozen=True)
-class AgentRuntime:
-    """What executing agent runs needs beyond :class:`Services`."""
-
-    model: BaseChatModel
-    checkpointer: Any  # langgraph's AsyncPostgresSaver
-
-
 @asynccontextmanager
 async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime]:
     """The chat model and the LangGraph checkpointer (on its own psycopg pool, closed on exit).
@@ -139,3 +132,23 @@ async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime
 
     async with open_checkpointer(container.database_url) as checkpointer:
         yield AgentRuntime(model=build_chat_model(container.settings), checkpointer=checkpointer)
+
+
+def build_worker(container: Container, runtime: AgentRuntime, *, name: str = "worker") -> Worker:
+    """One worker wired to the container's services, the runtime and the workspaces."""
+    from yuxi.runtime.worker import Worker  # the agent stack loads only where runs execute
+
+    return Worker(
+        container.services,
+        runtime,
+        container.workspace,
+        heartbeat_seconds=container.settings.heartbeat_seconds,
+        name=name,
+    )
+
+
+async def run_workers(container: Container, count: int, stop: asyncio.Event) -> None:
+    """A pool of ``count`` workers in this process until ``stop`` is set."""
+    async with open_agent_runtime(container) as runtime:
+        workers = [build_worker(container, runtime, name=f"worker-{i}") for i in range(count)]
+        await asyncio.gather(*(w.run_forever(stop) for w in workers))

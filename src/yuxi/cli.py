@@ -108,7 +108,7 @@ def worker(count: int = typer.Option(1, min=1, max=64)) -> None:
     """Run workers in this process (alongside or instead of the server's pool)."""
     import signal
 
-    from yuxi.runtime.worker import run_workers
+    from yuxi.bootstrap import run_workers
 
     async def main(c: Container) -> None:
         stop = asyncio.Event()
@@ -135,7 +135,7 @@ def eval_run(
     thread (in-process workers) and print a result table."""
     import json
 
-    from yuxi.runtime.worker import run_workers
+    from yuxi.bootstrap import run_workers
     from yuxi.vocabulary import ACTIVE_RUN_STATUSES
 
     cases = []

@@ -37,6 +37,9 @@ TOOLS_TOTAL_BYTES = 16 * KIB
 #: A thread title inside search items and read responses.
 TITLE_BYTES = 256
 THREAD_ID_MAX_CHARS = 64
+#: The owner's views (API): threads listed at most, messages of one thread shown at most.
+LIST_MAX_CONVERSATIONS = 200
+LIST_MAX_MESSAGES = 1000
 
 # -- runs ---------------------------------------------------------------------------------------
 #: A user message (``POST /threads/{id}/runs``, agent calls).

@@ -18,9 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation, Message, User, UserConfig
 from yuxi.errors import NotFound
-from yuxi.repositories._history_shape import search_response
-from yuxi.repositories.conversation_repository import (
-    NOT_VISIBLE,
+from yuxi.limits import (
     READ_CONTENTS_BYTES,
     READ_MAX_MESSAGES,
     READ_MESSAGE_BYTES,
@@ -31,8 +29,9 @@ from yuxi.repositories.conversation_repository import (
     TOOL_ITEM_BYTES,
     TOOLS_MAX_ITEMS,
     TOOLS_TOTAL_BYTES,
-    ConversationRepository,
 )
+from yuxi.repositories._history_shape import search_response
+from yuxi.repositories.conversation_repository import NOT_VISIBLE, ConversationRepository
 from yuxi.utils.json_utils import compact_json
 from yuxi.utils.string_utils import TRUNCATION_MARKER
 

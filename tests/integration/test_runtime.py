@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from yuxi.bootstrap import Container, open_agent_runtime
+from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.runtime.executor import RunExecutor
 from yuxi.runtime.worker import Worker
 from yuxi.services.run_service import ClaimedRun, LeaseLost, RunService
@@ -21,7 +21,7 @@ from .factories import make_user, memory_file, remember, set_memory, sha256_of, 
 @pytest.fixture
 async def worker(container: Container) -> AsyncIterator[Worker]:
     async with open_agent_runtime(container) as runtime:
-        yield Worker(container, runtime, name="test-worker")
+        yield build_worker(container, runtime, name="test-worker")
 
 
 async def _run(container: Container, worker: Worker, uid: str, thread_id: str, text: str):  # type: ignore[no-untyped-def]
@@ -219,7 +219,7 @@ async def test_heartbeat_keeps_a_long_run_alive(
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await chat.submit(uid, thread, "hello slow")
     async with open_agent_runtime(container) as runtime:
-        w = Worker(container, runtime)
+        w = build_worker(container, runtime)
         assert await w.run_once()
     assert (await chat.get_run(uid, run.id)).status == "completed"
     assert w.stats.lost == 0
@@ -247,7 +247,7 @@ async def test_a_worker_that_loses_its_lease_stops_and_cannot_finish(
     thread = (await chat.create_thread(uid)).thread_id
     run, _ = await chat.submit(uid, thread, "hello")
     async with open_agent_runtime(container) as runtime:
-        w = Worker(container, runtime)
+        w = build_worker(container, runtime)
         assert await w.run_once()
     assert reached_end == []  # cancelled by the heartbeat, well before the end
     assert w.stats.lost == 1

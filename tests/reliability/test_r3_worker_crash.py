@@ -33,11 +33,10 @@ import pytest
 from sqlalchemy import select
 
 from tests.integration.factories import make_user, memory_file, remember
-from yuxi.bootstrap import Container, open_agent_runtime
+from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.db.models import AgentRun, RunEvent
 from yuxi.identity import RunIdentity
 from yuxi.repositories.agent_run_repository import AgentRunRepository
-from yuxi.runtime.worker import Worker
 from yuxi.services.run_service import LeaseLost
 
 from .support import ROOT, TIMEOUT, report, scale
@@ -185,7 +184,7 @@ async def _crash_round(
         await _ready(second)
         mine: list[str] = []
         async with open_agent_runtime(container) as runtime:
-            rival = Worker(container, runtime, name="r3-in-process")
+            rival = build_worker(container, runtime, name="r3-in-process")
 
             async def reconciled() -> bool:
                 mine.extend(await rival.reconcile())

@@ -51,7 +51,7 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
         stop = asyncio.Event()
         pool: asyncio.Task[None] | None = None
         if count > 0:
-            from yuxi.runtime.worker import run_workers
+            from yuxi.bootstrap import run_workers
 
             pool = asyncio.create_task(run_workers(container, count, stop))
         try:

@@ -28,6 +28,15 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import JSON
 
+from yuxi.vocabulary import (
+    ACTIVE_RUN_STATUSES,
+    CONVERSATION_SOURCES,
+    CONVERSATION_STATUSES,
+    MESSAGE_ROLES,
+    RUN_STATUSES,
+    RUN_TYPES,
+)
+
 # JSONB on PostgreSQL, plain JSON elsewhere (the SQLite unit tier of pure query logic).
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
@@ -38,13 +47,6 @@ NAMING = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-
-CONVERSATION_STATUSES = ("active", "archived", "deleted")
-CONVERSATION_SOURCES = ("chat", "agent_call", "agent_evaluation")
-MESSAGE_ROLES = ("user", "assistant", "system", "tool")
-RUN_TYPES = ("chat", "resume", "subagent")
-RUN_STATUSES = ("pending", "running", "completed", "failed", "cancelled", "interrupted")
-ACTIVE_RUN_STATUSES = ("pending", "running")
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:

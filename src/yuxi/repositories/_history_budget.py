@@ -16,21 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from yuxi.utils.json_utils import compact_json as compact_json  # re-exported to its importers
+from yuxi.limits import SEARCH_SNIPPET_BYTES, TOOL_ITEM_BYTES
+from yuxi.utils.json_utils import compact_json
 from yuxi.utils.string_utils import TRUNCATION_MARKER, truncate_utf8, utf8_len
-
-SEARCH_MAX_ITEMS = 10
-SEARCH_SNIPPET_BYTES = 512
-SEARCH_RESPONSE_BYTES = 16384
-READ_MAX_MESSAGES = 20
-READ_MESSAGE_BYTES = 8192
-READ_CONTENTS_BYTES = 32768
-READ_RESPONSE_BYTES = 65536
-TOOLS_MAX_ITEMS = 10
-TOOL_ITEM_BYTES = 4096
-TOOLS_TOTAL_BYTES = 16384
-#: Cap of a thread title in search items and read responses.
-TITLE_BYTES = 256
 
 SNIPPET_LEFT_MARKER = "[truncated]…"
 _LEFT_MARKER_BYTES = utf8_len(SNIPPET_LEFT_MARKER)

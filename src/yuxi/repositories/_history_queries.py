@@ -19,14 +19,14 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, Text, func, literal, select
 
 from yuxi.db.models import Conversation, Message, SubagentThread, ToolCall
-from yuxi.repositories._history_budget import (
+from yuxi.limits import (
     READ_MESSAGE_BYTES,
     SEARCH_SNIPPET_BYTES,
     TOOL_ITEM_BYTES,
     TOOLS_MAX_ITEMS,
 )
+from yuxi.vocabulary import HIDDEN_SOURCES
 
-HIDDEN_SOURCES = ("agent_call", "agent_evaluation")
 VISIBLE_ROLES = ("user", "assistant")
 #: Never shown, whatever the allowlist below says (defence in depth).
 HIDDEN_MESSAGE_TYPES = ("tool_call", "tool_result", "audit", "system_audit")

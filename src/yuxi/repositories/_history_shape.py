@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from yuxi.repositories._history_budget import (
+from yuxi.limits import (
     READ_CONTENTS_BYTES,
     READ_MESSAGE_BYTES,
     READ_RESPONSE_BYTES,
@@ -19,8 +19,9 @@ from yuxi.repositories._history_budget import (
     TITLE_BYTES,
     TOOL_ITEM_BYTES,
     TOOLS_TOTAL_BYTES,
+)
+from yuxi.repositories._history_budget import (
     build_snippet,
-    compact_json,
     drop_order,
     fit_json_text,
     fit_tool_call,
@@ -28,6 +29,7 @@ from yuxi.repositories._history_budget import (
     json_text_bytes,
     locate_match,
 )
+from yuxi.utils.json_utils import compact_json
 
 # -- search ------------------------------------------------------------------------------------
 

@@ -23,59 +23,23 @@ from sqlalchemy.orm.util import identity_key
 
 from yuxi.db.models import Conversation, Message, SubagentThread, ToolCall
 from yuxi.errors import InvalidArgument, NotFound
+from yuxi.limits import (
+    LIST_MAX_CONVERSATIONS,
+    LIST_MAX_MESSAGES,
+    READ_MAX_MESSAGES,
+    SEARCH_MAX_ITEMS,
+    SEARCH_QUERY_MAX_CHARS,
+    THREAD_ID_MAX_CHARS,
+)
 from yuxi.repositories import _history_queries as q
 from yuxi.repositories import _history_shape as shape
-from yuxi.repositories._history_budget import (
-    READ_CONTENTS_BYTES,
-    READ_MAX_MESSAGES,
-    READ_MESSAGE_BYTES,
-    READ_RESPONSE_BYTES,
-    SEARCH_MAX_ITEMS,
-    SEARCH_RESPONSE_BYTES,
-    SEARCH_SNIPPET_BYTES,
-    TITLE_BYTES,
-    TOOL_ITEM_BYTES,
-    TOOLS_MAX_ITEMS,
-    TOOLS_TOTAL_BYTES,
-    compact_json,
-)
-from yuxi.repositories._history_queries import (
-    HIDDEN_MESSAGE_TYPES,
-    HIDDEN_SOURCES,
-    VISIBLE_MESSAGE_TYPES,
-    VISIBLE_ROLES,
-)
 from yuxi.utils.string_utils import is_valid_text
 from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES, MESSAGE_ROLES
 
-__all__ = [
-    "HIDDEN_MESSAGE_TYPES",
-    "HIDDEN_SOURCES",
-    "NOT_VISIBLE",
-    "READ_CONTENTS_BYTES",
-    "READ_MAX_MESSAGES",
-    "READ_MESSAGE_BYTES",
-    "READ_RESPONSE_BYTES",
-    "SEARCH_MAX_ITEMS",
-    "SEARCH_QUERY_MAX_CHARS",
-    "SEARCH_RESPONSE_BYTES",
-    "SEARCH_SNIPPET_BYTES",
-    "TITLE_BYTES",
-    "TOOLS_MAX_ITEMS",
-    "TOOLS_TOTAL_BYTES",
-    "TOOL_ITEM_BYTES",
-    "VISIBLE_MESSAGE_TYPES",
-    "VISIBLE_ROLES",
-    "ConversationRepository",
-    "compact_json",
-]
+__all__ = ["NOT_VISIBLE", "ConversationRepository"]
 
 #: The one error text of every unreadable thread: foreign, hidden, missing, or a bad anchor.
 NOT_VISIBLE = "thread not found or not visible"
-SEARCH_QUERY_MAX_CHARS = 256
-LIST_MAX_CONVERSATIONS = 200
-LIST_MAX_MESSAGES = 1000
-_THREAD_ID_MAX_CHARS = 64
 _BIGINT_MAX = 2**63 - 1
 
 
@@ -346,7 +310,7 @@ class ConversationRepository:
         if (
             not isinstance(thread_id, str)
             or not thread_id
-            or len(thread_id) > _THREAD_ID_MAX_CHARS
+            or len(thread_id) > THREAD_ID_MAX_CHARS
             or not is_valid_text(thread_id)
         ):
             raise NotFound(NOT_VISIBLE)

@@ -24,7 +24,8 @@ from yuxi.services.run_service import ClaimedRun, RunService
 from yuxi.workspace.filesystem import Workspace
 
 if TYPE_CHECKING:
-    from yuxi.bootstrap import AgentRuntime, Services
+    from yuxi.runtime.agent_runtime import AgentRuntime
+    from yuxi.services.service_set import Services
 
 __all__ = ["assemble_chatbot_graph", "build_graph_input"]
 

@@ -15,12 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from yuxi.bootstrap import AgentRuntime, Container, open_agent_runtime
 from yuxi.identity import RunIdentity
+from yuxi.runtime.agent_runtime import AgentRuntime
 from yuxi.runtime.executor import RunExecutor
 from yuxi.services.run_service import ClaimedRun, LeaseLost
+from yuxi.services.service_set import Services
+from yuxi.workspace.filesystem import Workspace
 
 _log = logging.getLogger(__name__)
 
@@ -35,11 +38,17 @@ class WorkerStats:
 
 class Worker:
     def __init__(
-        self, container: Container, runtime: AgentRuntime, *, name: str = "worker"
+        self,
+        services: Services,
+        runtime: AgentRuntime,
+        workspaces: Callable[[str], Workspace],
+        *,
+        heartbeat_seconds: float,
+        name: str = "worker",
     ) -> None:
-        self.settings = container.settings
-        self.runs = container.services.runs
-        self.executor = RunExecutor(container.services, runtime, container.workspace)
+        self.heartbeat_seconds = heartbeat_seconds
+        self.runs = services.runs
+        self.executor = RunExecutor(services, runtime, workspaces)
         self.name = name
         self.stats = WorkerStats()
 
@@ -94,7 +103,7 @@ class Worker:
         self, identity: RunIdentity, task: asyncio.Task[None], why: list[str]
     ) -> None:
         while not task.done():
-            await asyncio.sleep(self.settings.heartbeat_seconds)
+            await asyncio.sleep(self.heartbeat_seconds)
             try:
                 beat = await self.runs.heartbeat(identity)
             except Exception:  # a failed renewal is retried until the lease runs out
@@ -121,10 +130,3 @@ class Worker:
             if not worked:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=poll_seconds)
-
-
-async def run_workers(container: Container, count: int, stop: asyncio.Event) -> None:
-    """A pool of ``count`` workers in this process until ``stop`` is set."""
-    async with open_agent_runtime(container) as runtime:
-        workers = [Worker(container, runtime, name=f"worker-{i}") for i in range(count)]
-        await asyncio.gather(*(w.run_forever(stop) for w in workers))

@@ -1,0 +1,22 @@
+"""What executing agent runs needs beyond the services: the chat model and the checkpointer.
+
+Opened by :func:`yuxi.bootstrap.open_agent_runtime` only in processes that execute runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+__all__ = ["AgentRuntime"]
+
+
+@dataclass(frozen=True)
+class AgentRuntime:
+    """What executing agent runs needs beyond :class:`Services`."""
+
+    model: BaseChatModel
+    checkpointer: Any  # langgraph's AsyncPostgresSaver
