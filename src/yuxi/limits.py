@@ -41,6 +41,11 @@ THREAD_ID_MAX_CHARS = 64
 LIST_MAX_CONVERSATIONS = 200
 LIST_MAX_MESSAGES = 1000
 
+# -- threads ----------------------------------------------------------------------------------
+TITLE_MAX_CHARS = 200
+#: A thread's automatic title: the first line of its first message.
+AUTO_TITLE_MAX_CHARS = 80
+
 # -- runs ---------------------------------------------------------------------------------------
 #: A user message (``POST /threads/{id}/runs``, agent calls).
 RUN_INPUT_MAX_BYTES = 32 * KIB

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from sse_starlette.sse import EventSourceResponse
 
 from yuxi.api.deps import ServicesDep, UidDep
-from yuxi.api.schemas import ResumeBody, RunCreate, RunList, RunView
+from yuxi.api.schemas import ResumeBody, RunCreate, RunList
 from yuxi.services.chat_service import ChatService, RunSummary, run_view
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
@@ -21,11 +21,7 @@ WAIT_SECONDS = 120.0
 POLL_SECONDS = 0.1
 
 
-def _body(run: RunSummary) -> RunView:
-    return RunView.model_validate(run, from_attributes=True)
-
-
-async def _settle(chat: ChatService, uid: str, run: RunSummary, wait: bool) -> RunView:
+async def _settle(chat: ChatService, uid: str, run: RunSummary, wait: bool) -> RunSummary:
     """The run now, or (``wait``) once it has settled or ``WAIT_SECONDS`` have passed."""
     deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
     while (
@@ -35,10 +31,10 @@ async def _settle(chat: ChatService, uid: str, run: RunSummary, wait: bool) -> R
     ):
         await asyncio.sleep(POLL_SECONDS)
         run = run_view(await chat.get_run(uid, run.run_id))
-    return _body(run)
+    return run
 
 
-@router.post("/threads/{thread_id}/runs", response_model=RunView, status_code=202)
+@router.post("/threads/{thread_id}/runs", response_model=RunSummary, status_code=202)
 async def start_run(
     thread_id: str,
     body: RunCreate,
@@ -46,7 +42,7 @@ async def start_run(
     services: ServicesDep,
     response: Response,
     wait: bool = False,
-) -> RunView:
+) -> RunSummary:
     run, created = await services.chat.submit(
         uid, thread_id, body.input, request_id=body.request_id
     )
@@ -59,25 +55,25 @@ async def start_run(
 async def list_thread_runs(thread_id: str, uid: UidDep, services: ServicesDep) -> RunList:
     """The thread's top-level runs, oldest first."""
     runs = await services.chat.thread_runs(uid, thread_id)
-    return RunList(runs=[_body(run_view(r)) for r in runs])
+    return RunList(runs=[run_view(r) for r in runs])
 
 
-@router.post("/agent-calls", response_model=RunView, status_code=202)
+@router.post("/agent-calls", response_model=RunSummary, status_code=202)
 async def agent_call(
     body: RunCreate, uid: UidDep, services: ServicesDep, response: Response, wait: bool = False
-) -> RunView:
+) -> RunSummary:
     run, _ = await services.chat.submit_agent_call(uid, body.input, request_id=body.request_id)
     view = await _settle(services.chat, uid, run_view(run), wait)
     response.status_code = 200 if view.status in SETTLED_RUN_STATUSES else 202
     return view
 
 
-@router.get("/runs/{run_id}", response_model=RunView)
-async def get_run(run_id: str, uid: UidDep, services: ServicesDep) -> RunView:
-    return _body(run_view(await services.chat.get_run(uid, run_id)))
+@router.get("/runs/{run_id}", response_model=RunSummary)
+async def get_run(run_id: str, uid: UidDep, services: ServicesDep) -> RunSummary:
+    return run_view(await services.chat.get_run(uid, run_id))
 
 
-@router.post("/runs/{run_id}/resume", response_model=RunView, status_code=202)
+@router.post("/runs/{run_id}/resume", response_model=RunSummary, status_code=202)
 async def resume_run(
     run_id: str,
     body: ResumeBody,
@@ -85,16 +81,16 @@ async def resume_run(
     services: ServicesDep,
     response: Response,
     wait: bool = False,
-) -> RunView:
+) -> RunSummary:
     run, _ = await services.chat.resume(uid, run_id, body.decision)
     view = await _settle(services.chat, uid, run_view(run), wait)
     response.status_code = 200 if view.status in SETTLED_RUN_STATUSES else 202
     return view
 
 
-@router.post("/runs/{run_id}/cancel", response_model=RunView)
-async def cancel_run(run_id: str, uid: UidDep, services: ServicesDep) -> RunView:
-    return _body(run_view(await services.chat.cancel(uid, run_id)))
+@router.post("/runs/{run_id}/cancel", response_model=RunSummary)
+async def cancel_run(run_id: str, uid: UidDep, services: ServicesDep) -> RunSummary:
+    return run_view(await services.chat.cancel(uid, run_id))
 
 
 @router.get(

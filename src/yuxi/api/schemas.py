@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from yuxi.limits import REQUEST_ID_MAX_CHARS, RUN_INPUT_MAX_BYTES
-from yuxi.services.chat_service import TITLE_MAX_CHARS
+from yuxi.limits import REQUEST_ID_MAX_CHARS, RUN_INPUT_MAX_BYTES, TITLE_MAX_CHARS
+from yuxi.services.chat_service import RunSummary
 from yuxi.utils.string_utils import is_valid_text
 
 
@@ -91,34 +91,8 @@ class ResumeBody(Strict):
     decision: Literal["approve", "reject"]
 
 
-class RunErrorView(BaseModel):
-    code: str
-    message: str | None
-
-
-class MemorySnapshotView(BaseModel):
-    sha256: str
-    size: int | None
-
-
-class RunView(BaseModel):
-    run_id: str
-    thread_id: str
-    request_id: str
-    run_type: str
-    status: str
-    cancel_requested: bool
-    created_by_run_id: str | None
-    created_at: str | None
-    started_at: str | None
-    finished_at: str | None
-    error: RunErrorView | None
-    output: dict[str, Any] | None
-    memory_snapshot: MemorySnapshotView | None
-
-
 class RunList(BaseModel):
-    runs: list[RunView]
+    runs: list[RunSummary]
 
 
 class FileEntryView(BaseModel):

@@ -18,15 +18,19 @@ from typing import Any
 
 from yuxi.db.models import AgentRun, Conversation, Message, RunEvent, ToolCall
 from yuxi.errors import Conflict, InvalidArgument, NotFound
-from yuxi.limits import EVENT_TEXT_BYTES, REQUEST_ID_MAX_CHARS, RUN_INPUT_MAX_BYTES
+from yuxi.limits import (
+    AUTO_TITLE_MAX_CHARS,
+    EVENT_TEXT_BYTES,
+    REQUEST_ID_MAX_CHARS,
+    RUN_INPUT_MAX_BYTES,
+    TITLE_MAX_CHARS,
+)
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text, truncate_utf8
+from yuxi.vocabulary import HIDDEN_SOURCES
 
 DECISIONS = ("approve", "reject")
-AGENT_CALL_SOURCES = ("agent_call", "agent_evaluation")
-TITLE_MAX_CHARS = 200
-#: A thread's automatic title: the first line of its first message.
-AUTO_TITLE_MAX_CHARS = 80
+AGENT_CALL_SOURCES = HIDDEN_SOURCES
 
 
 @dataclass(frozen=True)
