@@ -14,6 +14,7 @@ import platform
 import sys
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,7 +96,7 @@ async def _main(args: argparse.Namespace, argv: list[str]) -> int:
     results: dict[str, Any] = {}
     errors: dict[str, str] = {}
     durations: dict[str, float] = {}
-    steps = [
+    steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
         ("B1", lambda: run_b1(env, rounds=plan.b1_rounds, warmup=plan.b1_warmup)),
         ("B2", lambda: run_b2(env, writes=plan.b2_writes, reps=plan.b2_reps)),
         ("B3", lambda: run_b3(env, rounds=plan.b3_rounds, warmup=plan.b3_warmup)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,13 @@ async def _sleep_until(deadline: float) -> None:
         await asyncio.sleep(delay)
 
 
+def _remember_call(
+    memory: Any, identity: dict[str, str], content: str
+) -> Callable[[], Awaitable[Any]]:
+    """The deferred ``remember_memory`` call, its identity built inside the call."""
+    return lambda: memory.remember_memory(RunIdentity(**identity), content)
+
+
 async def _ours_writer(
     memory: Any, identity: dict[str, str], contents: list[str]
 ) -> dict[str, Any]:
@@ -34,9 +42,7 @@ async def _ours_writer(
     start = time.monotonic()
     for content in contents:
         t0 = time.perf_counter_ns()
-        result, _ = await tool_outcome(
-            lambda c=content: memory.remember_memory(RunIdentity(**identity), c)
-        )
+        result, _ = await tool_outcome(_remember_call(memory, identity, content))
         latencies.append((time.perf_counter_ns() - t0) / 1e6)
         statuses.append(str(result.get("status")) + ":" + str(result.get("code", "")))
     return {
@@ -74,7 +80,7 @@ async def _serve(conn: Connection, database_url: str, data_dir: str) -> None:
     container = await bootstrap(
         Settings(database_url=database_url, data_dir=Path(data_dir), db_pool_size=8)
     )
-    memory = container.memory
+    memory = container.services.memory
     loop = asyncio.get_running_loop()
     # One connection per writer: warm the pool so connecting is not part of the first write.
     async with container.engine.connect():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from ._stats import rotate
@@ -22,7 +22,7 @@ class Interleaved:
 
 
 async def interleave(
-    ops: dict[str, Op],
+    ops: Mapping[str, Op],
     *,
     rounds: int,
     warmup: int = 0,

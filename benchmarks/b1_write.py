@@ -34,6 +34,7 @@ from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.user_repository import UserRepository
 from yuxi.services._memory_lock import memory_file_lock
+from yuxi.workspace.filesystem import MEMORY_PATH
 
 from ._env import BenchEnv
 from ._fixtures import (
@@ -72,7 +73,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     workspace = c.workspace(uid)
     diag_uid = await make_user(c, name="b1-diag")
     diag_ws = c.workspace(diag_uid)
-    memory = c.memory
+    memory = c.services.memory
     base_text = realistic_memory(BASE_BYTES, seed=11)
     base = base_text.encode("utf-8")
     bench_dir = env.data_dir / "b1"
@@ -86,10 +87,10 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     lock_sql = text("SELECT id FROM agent_runs WHERE id = :id FOR UPDATE")
 
     async def reset(_: int) -> None:
-        await workspace.replace_authorized_file(workspace.MEMORY_PATH, base)
+        await workspace.replace_authorized_file(MEMORY_PATH, base)
         await asyncio.to_thread(write_plain, floor_path, base)
         await asyncio.to_thread(write_plain, naive_path, base)
-        await diag_ws.replace_authorized_file(diag_ws.MEMORY_PATH, base)
+        await diag_ws.replace_authorized_file(MEMORY_PATH, base)
 
     async def ours(r: int) -> None:
         result, _ = await tool_outcome(lambda: memory.remember_memory(ident, fact(r)))
@@ -113,9 +114,9 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
 
     async def diag_ours_file(r: int) -> None:
         async with memory_file_lock(c.workspace_root, diag_ws.directory.name):
-            data, _ = await diag_ws.read_authorized_file_prefix(diag_ws.MEMORY_PATH, 128 * 1024)
+            data, _ = await diag_ws.read_authorized_file_prefix(MEMORY_PATH, 128 * 1024)
             new = appended(data.decode("utf-8"), fact(r))
-            await diag_ws.replace_authorized_file(diag_ws.MEMORY_PATH, new)
+            await diag_ws.replace_authorized_file(MEMORY_PATH, new)
 
     async def diag_floor_sql(_: int) -> None:
         async with c.session_factory() as session, session.begin():
@@ -148,7 +149,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
 
     # Sanity: the floor wrote exactly the bytes ours wrote in the last round.
     last = warmup + run.rounds - 1
-    ours_bytes = await workspace.read_file(workspace.MEMORY_PATH, 1 << 20)
+    ours_bytes = await workspace.read_file(MEMORY_PATH, 1 << 20)
     same_bytes = ours_bytes == appended(base_text, fact(last)) == floor_path.read_bytes()
     stats = {name: summarize(samples) for name, samples in run.samples_ms.items()}
     ratios = {

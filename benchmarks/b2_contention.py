@@ -25,6 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from yuxi.workspace.filesystem import MEMORY_PATH
+
 from ._b2proc import worker_main
 from ._env import BenchEnv
 from ._fixtures import as_kwargs, count_entries, make_claimed_run, make_user, write_plain
@@ -157,7 +159,7 @@ async def _one_run(
         uids = [one_uid] if scope == "one_uid" else distinct_uids[:level]
         for uid in uids:
             ws = c.workspace(uid)
-            await ws.replace_authorized_file(ws.MEMORY_PATH, b"")
+            await ws.replace_authorized_file(MEMORY_PATH, b"")
         idents = one_runs[:level] if scope == "one_uid" else distinct_runs[:level]
         writers = [
             {"identity": as_kwargs(ident), "contents": contents[w]}
@@ -175,7 +177,7 @@ async def _one_run(
         texts = []
         for uid in [one_uid] if scope == "one_uid" else distinct_uids[:level]:
             ws = c.workspace(uid)
-            texts.append((await ws.read_file(ws.MEMORY_PATH, 1 << 20)).decode("utf-8", "replace"))
+            texts.append((await ws.read_file(MEMORY_PATH, 1 << 20)).decode("utf-8", "replace"))
     else:
         files = [naive_one] if scope == "one_uid" else naive_distinct[:level]
         texts = [p.read_bytes().decode("utf-8", "replace") for p in files]

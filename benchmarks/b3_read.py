@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import text
 
 from yuxi.agents.middlewares.memory import render_memory_block
+from yuxi.workspace.filesystem import MEMORY_PATH
 
 from ._env import BenchEnv
 from ._fixtures import make_user, realistic_memory
@@ -37,14 +38,14 @@ def _plain_read(path: Path) -> str:
 
 async def run_b3(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     c = env.container
-    memory = c.memory
+    memory = c.services.memory
     full_uid = await make_user(c, name="b3-20k")
     empty_uid = await make_user(c, name="b3-empty")
     off_uid = await make_user(c, memory=False, name="b3-off")
     ws = c.workspace(full_uid)
     content = realistic_memory(MEMORY_BYTES, seed=3).encode("utf-8")
-    await ws.replace_authorized_file(ws.MEMORY_PATH, content)
-    full_path = ws.directory / ws.MEMORY_PATH
+    await ws.replace_authorized_file(MEMORY_PATH, content)
+    full_path = ws.directory / MEMORY_PATH
     sizes: dict[str, int] = {}
     query = text("SELECT enable_memory FROM user_config WHERE uid = :uid")
 

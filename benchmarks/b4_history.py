@@ -36,7 +36,7 @@ from yuxi.repositories._history_queries import search_statement
 from yuxi.services.lookback_service import LookbackService
 
 from ._env import BenchEnv
-from ._runner import interleave
+from ._runner import Op, interleave
 from ._stats import ratio, summarize
 from .datagen import TERMS, HistoryGenerator
 
@@ -150,7 +150,8 @@ def explain_search(url: str, uid: str, query: str) -> dict[str, Any]:
     """Messages' access paths in the custom and the generic plan of the real search SQL."""
     stmt = search_statement(uid, query, 5)
     compiled = stmt.compile(
-        dialect=postgresql.dialect(paramstyle="numeric_dollar"),
+        # SQLAlchemy's psycopg dialect declares an unannotated ``__init__(self, **kwargs)``.
+        dialect=postgresql.dialect(paramstyle="numeric_dollar"),  # type: ignore[no-untyped-call]
         compile_kwargs={"render_postcompile": True},
     )
     assert compiled.positiontup is not None
@@ -189,7 +190,7 @@ def _op(
     anchor: int | None,
     checks: dict[str, Any],
     name: str,
-):  # type: ignore[no-untyped-def]
+) -> Op:
     if kind in SEARCH_KINDS:
         query = SEARCH_KINDS[kind]
 
@@ -226,7 +227,7 @@ async def _measure_phase(
 ) -> dict[str, Any]:
     data = await asyncio.to_thread(gen.data)
     checks: dict[str, Any] = {}
-    ops = {}
+    ops: dict[str, Op] = {}
     for variant, memory in services.items():
         for kind in KINDS:
             name = f"{variant}:{kind}"

@@ -30,7 +30,7 @@ from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
 from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.agents.tools.workspace_tools import make_workspace_tools
 from yuxi.utils.json_utils import compact_json
-from yuxi.workspace.filesystem import Workspace
+from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
 from ._env import BenchEnv
 from ._fixtures import make_claimed_run, realistic_memory
@@ -80,7 +80,7 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
     uid = await asyncio.to_thread(load)
     workspace: Workspace = c.workspace(uid)
     await workspace.ensure_user_workspace()
-    await workspace.replace_authorized_file(workspace.MEMORY_PATH, memory_text)
+    await workspace.replace_authorized_file(MEMORY_PATH, memory_text)
     ident = await make_claimed_run(c, uid)
     ctx = RunIdentity(ident.uid, ident.thread_id, ident.run_id, ident.request_id, ident.worker_id)
     agent_input = await build_agent_input_context(

@@ -59,10 +59,6 @@ class Container:
     embedded: EmbeddedPostgres | None = None
     _closed: bool = field(default=False, repr=False)
 
-    @property
-    def memory(self) -> MemoryService:
-        return self.services.memory
-
     def workspace(self, uid: str) -> Workspace:
         return Workspace(self.workspace_root, uid)
 

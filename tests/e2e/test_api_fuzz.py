@@ -14,6 +14,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
+from schemathesis.core.result import Ok
 from schemathesis.generation import GenerationMode
 
 from tests.fixtures_server import LiveServer, create_user_with_token
@@ -27,6 +28,7 @@ def _fuzz(base_url: str, token: str) -> tuple[int, list[str]]:
     failures: list[str] = []
     calls = 0
     for result in schema.get_all_operations():
+        assert isinstance(result, Ok)
         operation = result.ok()
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             strategy = operation.as_strategy(generation_mode=mode)

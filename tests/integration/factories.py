@@ -44,7 +44,7 @@ async def remember(
 
     async def call() -> MemoryWriteResult:
         ident = identity if isinstance(identity, RunIdentity) else RunIdentity(**identity)  # type: ignore[arg-type]
-        return await c.memory.remember_memory(ident, content, replaces)
+        return await c.services.memory.remember_memory(ident, content, replaces)
 
     payload, _ = await tool_outcome(call)
     return payload

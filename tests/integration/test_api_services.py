@@ -55,7 +55,9 @@ async def test_turning_memory_on_initialises_the_workspace(container: Container)
         (agents / name).unlink()
     assert await users.set_memory_enabled(created.uid, True) is True
     assert await users.memory_enabled(created.uid) is True
-    assert await container.memory.memory_enabled(created.uid) is True  # the agent's read agrees
+    assert (
+        await container.services.memory.memory_enabled(created.uid) is True
+    )  # the agent's read agrees
     assert (agents / "MEMORY.md").is_file()
     assert await users.set_memory_enabled(created.uid, False) is False
     assert await users.memory_enabled(created.uid) is False
@@ -194,7 +196,7 @@ async def test_files_must_be_utf8_and_memory_goes_through_the_memory_service(
     with pytest.raises(InvalidArgument):
         await files.write_file(uid, "bin.md", b"\xff\xfe")
     memory = await files.read_file(uid, "agents/MEMORY.md")
-    assert memory.etag == (await container.memory.read_memory_file(uid))[1]
+    assert memory.etag == (await container.services.memory.read_memory_file(uid))[1]
     etag = await files.write_file(uid, "agents/MEMORY.md", b"- tea\n", if_match=memory.etag)
     with pytest.raises(PreconditionFailed):
         await files.write_file(uid, "agents/MEMORY.md", b"- coffee\n", if_match=memory.etag)

@@ -14,7 +14,7 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]{3,}")
 
 
-def _scalar(conn: psycopg.Connection, sql: str, *params: object) -> int:  # type: ignore[type-arg]
+def _scalar(conn: psycopg.Connection, sql: str, *params: object) -> int:
     row = conn.execute(sql, params or None).fetchone()
     assert row is not None
     return int(row[0])

@@ -84,7 +84,7 @@ async def test_concurrent_user_edits_and_tool_writes_lose_nothing(container: Con
     """User edits (read → edit → write with If-Match, retry on 412) race with the tool."""
     uid = await make_user(container)
     runs = [await make_run(container, uid) for _ in range(8)]
-    service = container.memory
+    service = container.services.memory
 
     async def user_edit(n: int) -> int:
         conflicts = 0
@@ -111,7 +111,7 @@ async def test_concurrent_user_edits_and_tool_writes_lose_nothing(container: Con
 
 async def test_stale_etag_is_refused_and_file_kept(container: Container) -> None:
     uid = await make_user(container)
-    service = container.memory
+    service = container.services.memory
     _, etag = await service.read_memory_file(uid)
     await service.write_memory_file(uid, b"first\n", if_match=etag)
     try:
@@ -143,8 +143,8 @@ async def test_every_writer_takes_the_per_uid_advisory_lock(
     other = await make_user(container)
     for make_writer in (
         lambda run: remember(container, run, "waited"),
-        lambda run: container.memory.write_memory_file(uid, b"user edit\n"),
-        lambda run: container.memory.delete_memory_file(uid),
+        lambda run: container.services.memory.write_memory_file(uid, b"user edit\n"),
+        lambda run: container.services.memory.delete_memory_file(uid),
     ):
         run = await make_run(container, uid)
         conn = await psycopg.AsyncConnection.connect(database_url)

@@ -64,7 +64,9 @@ async def backend(container_or_none: Container | None, tmp_path: Path) -> Backen
         async def set_enabled_in_db(enabled: bool) -> None:
             await set_memory(container, uid, enabled)
 
-        return Backend(container.memory, run, memory_file(container, uid), set_enabled_in_db)
+        return Backend(
+            container.services.memory, run, memory_file(container, uid), set_enabled_in_db
+        )
     workspace = SpyWorkspace(tmp_path / "workspaces")
     workspace.ensure_user_workspace_sync()
     fake = FakeMemory(workspace)

@@ -24,12 +24,12 @@ async def test_switch_off_returns_none_and_never_opens_the_file(
 
     monkeypatch.setattr(Workspace, "read_authorized_file_prefix", forbidden)
     monkeypatch.setattr(Workspace, "read_file", forbidden)
-    assert await container.memory.load_memory_prompt(uid) is None
-    assert await container.memory.load_memory_snapshot(uid) is None
+    assert await container.services.memory.load_memory_prompt(uid) is None
+    assert await container.services.memory.load_memory_snapshot(uid) is None
 
 
 async def test_user_without_config_row_is_off(container: Container) -> None:
-    assert await container.memory.load_memory_prompt("u_nobody") is None
+    assert await container.services.memory.load_memory_prompt("u_nobody") is None
 
 
 @pytest.mark.parametrize("content", [None, "", "  \n\t\n"], ids=["missing", "empty", "blank"])
@@ -42,13 +42,13 @@ async def test_missing_or_blank_file_is_no_memory(
         path.unlink()
     else:
         path.write_text(content)
-    assert await container.memory.load_memory_prompt(uid) == ""
+    assert await container.services.memory.load_memory_prompt(uid) == ""
 
 
 async def test_snapshot_fingerprint(container: Container) -> None:
     uid = await make_user(container)
     memory_file(container, uid).write_text("喝乌龙茶\n")
-    snap = await container.memory.load_memory_snapshot(uid)
+    snap = await container.services.memory.load_memory_snapshot(uid)
     assert snap is not None and snap.text == "喝乌龙茶\n"
     assert snap.size == len("喝乌龙茶\n".encode()) and not snap.truncated
     assert snap.sha256 == hashlib.sha256("喝乌龙茶\n".encode()).hexdigest()
@@ -61,7 +61,7 @@ async def test_24_kib_cut_on_a_character_boundary(container: Container, extra: i
     # inside a 3-byte character.
     body = "a" * extra + "记" * 8192
     memory_file(container, uid).write_text(body)
-    snap = await container.memory.load_memory_snapshot(uid)
+    snap = await container.services.memory.load_memory_snapshot(uid)
     assert snap is not None
     if extra == 0:
         assert snap.text == body and not snap.truncated
@@ -78,4 +78,4 @@ async def test_24_kib_cut_on_a_character_boundary(container: Container, extra: i
 async def test_invalid_utf8_is_not_injected(container: Container) -> None:
     uid = await make_user(container)
     memory_file(container, uid).write_bytes(b"fine\n\xff\xfe\n")
-    assert await container.memory.load_memory_prompt(uid) == ""
+    assert await container.services.memory.load_memory_prompt(uid) == ""

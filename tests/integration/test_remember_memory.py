@@ -6,6 +6,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,9 @@ from .factories import (
 CJK = "记"  # 3 UTF-8 bytes
 
 
-async def _remember(c: Container, ident: object, content: object, replaces: object = None) -> dict:
+async def _remember(
+    c: Container, ident: object, content: object, replaces: object = None
+) -> dict[str, Any]:
     return await remember(c, ident, content, replaces)  # type: ignore[arg-type]
 
 
@@ -232,7 +235,7 @@ async def test_missing_file_and_agents_dir_are_recreated(container: Container) -
 # -- authorization: every refusal leaves the bytes alone --------------------------------------
 
 
-async def _assert_refused(c: Container, uid: str, kwargs: dict, code: str) -> None:
+async def _assert_refused(c: Container, uid: str, kwargs: dict[str, Any], code: str) -> None:
     path = memory_file(c, uid)
     path.write_text("original\n")
     before = sha256_of(path)

@@ -13,7 +13,7 @@ from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.runtime.executor import RunExecutor
 from yuxi.runtime.worker import Worker
 from yuxi.services.run_service import ClaimedRun, LeaseLost, RunService
-from yuxi.workspace.filesystem import Workspace
+from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
 from .factories import make_user, memory_file, remember, set_memory, sha256_of, sql, tool_payload
 
@@ -70,7 +70,7 @@ async def test_remember_then_recall_in_a_new_thread_then_switch_off(
     run_c, events_c = await _run(container, worker, uid, thread_c, "remember: poison")
     assert run_c.status == "completed"
     assert _tools(events_c) == []
-    assert Workspace.MEMORY_PATH not in opened
+    assert MEMORY_PATH not in opened
     assert sha256_of(memory_file(container, uid)) == before
     assert run_c.memory_snapshot_sha256 is None
     run_d, _ = await _run(container, worker, uid, thread_c, "what do you remember?")

@@ -159,7 +159,7 @@ async def test_sigkilled_writer_never_tears_memory(container: Container) -> None
             if i in done or i == in_flight:
                 assert lines.count(entry_text(life, i)) == 1
         if len(text.encode("utf-8")) > RESET_BYTES:
-            await container.memory.write_memory_file(uid, RESET_TEXT.encode("utf-8"))
+            await container.services.memory.write_memory_file(uid, RESET_TEXT.encode("utf-8"))
             stats["resets"] += 1
             text = RESET_TEXT
         old = text

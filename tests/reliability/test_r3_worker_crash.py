@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,7 +135,7 @@ def _status_events(events: list[RunEvent]) -> Counter[str]:
 
 
 async def _crash_round(
-    container: Container, tmp: Path, variant: str, round_no: int, stats: Counter[str]
+    container: Container, tmp: Path, variant: str, round_no: int, stats: defaultdict[str, float]
 ) -> None:
     chat = container.services.chat
     victim = await make_user(container, name=f"r3-victim-{round_no}")
@@ -259,7 +259,8 @@ async def _crash_round(
 @pytest.mark.parametrize("variant", ["sigkill", "sigstop"])
 async def test_worker_crash_mid_run(container: Container, tmp_path: Path, variant: str) -> None:
     rounds = scale(1, 5)
-    stats: Counter[str] = Counter()
+    # Counts, plus one float (reconcile_seconds_max): a Counter's values are ints.
+    stats: defaultdict[str, float] = defaultdict(int)
     for round_no in range(rounds):
         await _crash_round(container, tmp_path, variant, round_no, stats)
     assert stats["crashes"] == rounds

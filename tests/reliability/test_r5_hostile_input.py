@@ -156,6 +156,11 @@ class Corpus:
         self.record("api", name, str(resp.status), ok)
 
 
+def _later(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Awaitable[Any]]:
+    """``lambda: fn(*args, **kwargs)`` with the arguments bound now, not when it is called."""
+    return lambda: fn(*args, **kwargs)
+
+
 def _deep_list(depth: int) -> Any:
     value: Any = "x"
     for _ in range(depth):
@@ -172,7 +177,9 @@ async def _setup_users(container: Container, outside: Path) -> dict[str, Any]:
         await container.workspace(uid).ensure_user_workspace()
         out[who] = (uid, token)
     uid_a, uid_b = out["a"][0], out["b"][0]
-    await container.memory.write_memory_file(uid_a, b"r5 dup line one\n\nr5 dup line two\n")
+    await container.services.memory.write_memory_file(
+        uid_a, b"r5 dup line one\n\nr5 dup line two\n"
+    )
 
     # History: plain text plus wildcard-looking characters, and a foreign thread of user B.
     async with container.session_factory() as s, s.begin():
@@ -214,11 +221,11 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     uid_a = env["a"][0]
     run = await make_run(container, uid_a, lease_seconds=3600)
     ident = as_kwargs(run)
-    memory = container.memory
+    memory = container.services.memory
 
     def write(identity: dict[str, Any], content: object, replaces: object = None) -> Any:
         """remember_memory with the identity built inside the call (forged values refused)."""
-        return memory.remember_memory(RunIdentity(**identity), content, replaces)  # type: ignore[arg-type]
+        return memory.remember_memory(RunIdentity(**identity), content, replaces)
 
     bad_text: list[tuple[str, Any]] = [
         ("4097 ascii bytes", "x" * 4097),
@@ -247,7 +254,7 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     for label, value in bad_text:
         await c.tool(
             f"remember content {label}",
-            lambda v=value: write(ident, v),
+            _later(write, ident, value),
             ("invalid_argument",),
         )
     for label, value in bad_text:
@@ -255,7 +262,7 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
             continue  # replaces=None means "add", not a hostile value
         await c.tool(
             f"remember replaces {label}",
-            lambda v=value: write(ident, "r5 ok", v),
+            _later(write, ident, "r5 ok", value),
             ("invalid_argument",),
         )
     await c.tool(
@@ -286,7 +293,7 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     for label, override in forged:
         await c.tool(
             f"remember identity {label}",
-            lambda o=override: write({**ident, **o}, "r5 forged"),
+            _later(write, {**ident, **override}, "r5 forged"),
             ("unauthorized_run",),
         )
 
@@ -309,7 +316,7 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     for label, value in bad_queries:
         await c.tool(
             f"search query {label}",
-            lambda v=value: search(uid=uid_a, query=v),
+            _later(search, uid=uid_a, query=value),
             ("invalid_argument",),
         )
     bad_limits: list[tuple[str, Any]] = [
@@ -332,18 +339,18 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     for label, value in bad_limits:
         await c.tool(
             f"search limit {label}",
-            lambda v=value: search(uid=uid_a, query="plain", limit=v),
+            _later(search, uid=uid_a, query="plain", limit=value),
             ("invalid_argument",),
         )
     for label, value in (("None", None), ("empty", ""), ("int", 1)):
         await c.tool(
             f"search uid {label}",
-            lambda v=value: search(uid=v, query="plain"),
+            _later(search, uid=value, query="plain"),
             ("unauthorized_run",),
         )
     for q in ("%", "_", "\\", "%%", "_%_", "%_%", "a%b", "100%", "snake_case", "\\slash"):
         await c.literal_search(
-            f"search wildcard {q!r}", lambda q=q: search(uid=uid_a, query=q, limit=10), q
+            f"search wildcard {q!r}", _later(search, uid=uid_a, query=q, limit=10), q
         )
     await c.literal_search(
         "search limit '5' (digit string accepted as 5)",
@@ -370,7 +377,7 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
         ("traversal", "../../etc/passwd", ("not_found",)),
     ]
     for label, value, codes in bad_threads:
-        await c.tool(f"read thread_id {label}", lambda v=value: read(uid=uid_a, thread_id=v), codes)
+        await c.tool(f"read thread_id {label}", _later(read, uid=uid_a, thread_id=value), codes)
     bad_anchors: list[tuple[str, Any]] = [
         ("-1", -1),
         ("0", 0),
@@ -385,7 +392,7 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     for label, value in bad_anchors:
         await c.tool(
             f"read message_id {label}",
-            lambda v=value: read(uid=uid_a, thread_id=own, message_id=v),
+            _later(read, uid=uid_a, thread_id=own, message_id=value),
             ("invalid_argument",),
         )
     await c.tool(
@@ -401,13 +408,13 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
     for label, value in (("-1", -1), ("0", 0), ("21", 21), ("10**30", 10**30), ("True", True)):
         await c.tool(
             f"read limit {label}",
-            lambda v=value: read(uid=uid_a, thread_id=own, limit=v),
+            _later(read, uid=uid_a, thread_id=own, limit=value),
             ("invalid_argument",),
         )
     for label, value in (("'true'", "true"), ("1", 1), ("None", None), ("[True]", [True])):
         await c.tool(
             f"read include_tools {label}",
-            lambda v=value: read(uid=uid_a, thread_id=own, include_tools=v),
+            _later(read, uid=uid_a, thread_id=own, include_tools=value),
             ("invalid_argument",),
         )
 
@@ -531,7 +538,7 @@ async def _api_cases(c: Corpus, server: LiveServer, env: dict[str, Any]) -> None
     ]
     for target, label, body in json_cases:
         await api(f"POST {target[:30]} {label}", "POST", target, body=body)
-    for label, body in (
+    config_cases: list[tuple[str, Any]] = [
         ("string", {"enable_memory": "true"}),
         ("int", {"enable_memory": 1}),
         ("null", {"enable_memory": None}),
@@ -539,7 +546,8 @@ async def _api_cases(c: Corpus, server: LiveServer, env: dict[str, Any]) -> None
         ("unknown field", {"enable_memory": True, "uid": "x"}),
         ("array", [True]),
         ("deep", deep_object),
-    ):
+    ]
+    for label, body in config_cases:
         await api(f"PUT config {label}", "PUT", "/api/v1/me/config", body=body)
 
     # Query strings and path parameters.

@@ -14,6 +14,7 @@ object access, and afterwards the victims' data is exactly as it was.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import random
@@ -279,7 +280,7 @@ async def test_randomized_cross_tenant_probes(
     jobs: list[Callable[[], Awaitable[None]]] = []
     for _ in range(probes_wanted):
         a, sub = rng.choice(attackers), random.Random(rng.random())
-        jobs.append(lambda a=a, sub=sub: _probe(p, a, victims, container, sub))
+        jobs.append(functools.partial(_probe, p, a, victims, container, sub))
     try:
         await asyncio.gather(*(guarded(job) for job in jobs))
         for _ in range(agent_probes):  # one run at a time per attacker thread

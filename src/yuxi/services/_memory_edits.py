@@ -16,11 +16,9 @@ from yuxi.errors import InvalidArgument, PreconditionFailed, WorkspaceFileNotFou
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
 from yuxi.services._memory_lock import memory_file_lock
 from yuxi.services.unit_of_work import UnitOfWorkFactory
-from yuxi.workspace.filesystem import Workspace, etag_for, if_match_allows
+from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, etag_for, if_match_allows
 
 __all__ = ["UserMemoryEdits"]
-
-MEMORY_PATH = Workspace.MEMORY_PATH
 
 
 class UserMemoryEdits:

@@ -53,7 +53,7 @@ from yuxi.services._memory_text import (
 )
 from yuxi.services.unit_of_work import UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
-from yuxi.workspace.filesystem import Workspace
+from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
 __all__ = [
     "MEMORY_DISPLAY_PATH",
@@ -66,7 +66,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-MEMORY_PATH = Workspace.MEMORY_PATH
 MEMORY_DISPLAY_PATH = "/" + MEMORY_PATH
 PROMPT_MAX_BYTES = MEMORY_PROMPT_MAX_BYTES
 

@@ -25,7 +25,6 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 from yuxi.errors import (
     FileTooLarge,
@@ -115,10 +114,6 @@ def _entry(path: str, st: os.stat_result) -> FileEntry:
 
 class Workspace:
     """The workspace of user ``uid`` under the trusted root ``root`` (``data_dir/"workspaces"``)."""
-
-    MEMORY_PATH: ClassVar[str] = MEMORY_PATH
-    AGENTS_PATH: ClassVar[str] = AGENTS_PATH
-    USER_PATH: ClassVar[str] = USER_PATH
 
     def __init__(self, root: Path, uid: str) -> None:
         self._dirname = workspace_dirname(uid)  # validates uid
@@ -259,11 +254,8 @@ class Workspace:
         """Async :meth:`replace_authorized_file_sync` (see there for the exact guarantees)."""
         await asyncio.to_thread(self.replace_authorized_file_sync, path, data)
 
-    def write_file_sync(self, path: str, data: bytes) -> None:
-        """Generic file API write: the same atomic publish as :meth:`replace_authorized_file`."""
-        self.replace_authorized_file_sync(path, data)
-
     async def write_file(self, path: str, data: bytes) -> None:
+        """Generic file write: the same atomic publish as :meth:`replace_authorized_file`."""
         await asyncio.to_thread(self.replace_authorized_file_sync, path, data)
 
     def cleanup_stale_temp_files_sync(

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.models.offline import OfflineChatModel
@@ -35,6 +35,13 @@ UID = "user-1"
 CTX = RunIdentity(
     uid=UID, thread_id="thread-a", run_id="run-1", request_id="req-1", worker_id="worker-tok-1"
 )
+
+
+def call_schema(tool: BaseTool) -> dict[str, Any]:
+    """The JSON schema the model sees for ``tool`` (narrowed from langchain's ``ArgsSchema``)."""
+    schema = tool.tool_call_schema
+    assert not isinstance(schema, dict) and issubclass(schema, BaseModel)
+    return schema.model_json_schema()
 
 
 def forged_identity(**values: object) -> RunIdentity:

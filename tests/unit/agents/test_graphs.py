@@ -9,6 +9,7 @@ from typing import Any
 
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -56,7 +57,7 @@ async def _chatbot(
     )
 
 
-def _config(thread: str = "thread-a") -> dict[str, Any]:
+def _config(thread: str = "thread-a") -> RunnableConfig:
     return {"configurable": {"thread_id": thread}}
 
 

@@ -12,8 +12,15 @@ import pytest
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import StructuredTool
 
-from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace, forged_identity
+from tests.unit.agents.fakes import (
+    CTX,
+    FakeMemory,
+    SpyWorkspace,
+    call_schema,
+    forged_identity,
+)
 from yuxi.agents.middlewares.memory import (
     MEMORY_TOOL_NAMES,
     NO_MEMORY_LINE,
@@ -171,23 +178,24 @@ async def test_exactly_three_tools_with_exact_schemas(tmp_path: Path) -> None:
 
     assert tuple(t.name for t in mw.tools) == MEMORY_TOOL_NAMES
     for tool in mw.tools:
-        schema = tool.tool_call_schema.model_json_schema()
+        schema = call_schema(tool)
         assert schema["properties"] == EXPECTED_PROPERTIES[tool.name], tool.name
         assert schema.get("required", []) == EXPECTED_REQUIRED[tool.name]
         assert tool.args == EXPECTED_PROPERTIES[tool.name]
         assert "runtime" not in json.dumps(schema)
+        assert isinstance(tool, StructuredTool)
         assert tool.coroutine is not None  # async tools
 
 
 async def test_schemas_carry_no_identity_or_path(tmp_path: Path) -> None:
     mw = await _middleware(_setup(tmp_path, "tea"))
     remember = next(t for t in mw.tools if t.name == "remember_memory")
-    assert set(remember.tool_call_schema.model_json_schema()["properties"]) == {
+    assert set(call_schema(remember)["properties"]) == {
         "content",
         "replaces",
     }
     for tool in mw.tools:
-        props = set(tool.tool_call_schema.model_json_schema()["properties"])
+        props = set(call_schema(tool)["properties"])
         assert props.isdisjoint({"uid", "path", "worker_id", "run_id", "request_id", "runtime"})
 
 
@@ -195,6 +203,7 @@ async def test_remember_takes_identity_only_from_the_runtime_context(tmp_path: P
     memory = _setup(tmp_path, "")
     mw = await _middleware(memory)
     remember = next(t for t in mw.tools if t.name == "remember_memory")
+    assert isinstance(remember, StructuredTool)
     assert remember.coroutine is not None
 
     out = _content(
@@ -245,6 +254,7 @@ async def test_tools_fail_closed_without_a_trusted_identity(
         },
     }
     for tool in mw.tools:
+        assert isinstance(tool, StructuredTool)
         assert tool.coroutine is not None
         out = json.loads(
             _content(await tool.coroutine(**args[tool.name], runtime=_runtime(context)))
@@ -258,6 +268,7 @@ async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
     memory = _setup(tmp_path, "tea")
     mw = await _middleware(memory)
     search, read = (t for t in mw.tools if t.name != "remember_memory")
+    assert isinstance(search, StructuredTool) and isinstance(read, StructuredTool)
     assert search.coroutine is not None and read.coroutine is not None
 
     out = _content(await search.coroutine(query="绿茶", limit=3, runtime=_runtime(CTX)))
@@ -288,6 +299,7 @@ async def test_service_exception_becomes_a_structured_error(tmp_path: Path) -> N
     memory.remember_memory = boom  # type: ignore[method-assign]
     mw = await _middleware(memory)
     remember = next(t for t in mw.tools if t.name == "remember_memory")
+    assert isinstance(remember, StructuredTool)
     assert remember.coroutine is not None
     out = json.loads(_content(await remember.coroutine(content="x", runtime=_runtime(CTX))))
     assert out["code"] == "storage_unavailable"

@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
 
-from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace, forged_identity
+from tests.unit.agents.fakes import (
+    CTX,
+    FakeMemory,
+    SpyWorkspace,
+    call_schema,
+    forged_identity,
+)
 from yuxi.agents.tools import (
     DELEGATE_TOOL_NAME,
     SENSITIVE_TOOLS,
@@ -46,6 +52,7 @@ def _setup(tmp_path: Path, *, allow_memory_file: bool = True) -> tuple[dict[str,
 
 
 async def _call(tool: BaseTool, context: object = CTX, **args: Any) -> dict[str, Any]:
+    assert isinstance(tool, StructuredTool)
     assert tool.coroutine is not None
     return _payload(await tool.coroutine(**args, runtime=_runtime(context)))
 
@@ -66,9 +73,7 @@ def test_sensitive_list_and_schemas() -> None:
 async def test_model_visible_arguments(tmp_path: Path) -> None:
     tools, _ = _setup(tmp_path)
     assert list(tools) == ["read_workspace_file", "write_workspace_file", "edit_workspace_file"]
-    props = {
-        n: list(t.tool_call_schema.model_json_schema()["properties"]) for n, t in tools.items()
-    }
+    props = {n: list(call_schema(t)["properties"]) for n, t in tools.items()}
     assert props == {
         "read_workspace_file": ["path"],
         "write_workspace_file": ["path", "content"],
@@ -223,8 +228,9 @@ async def test_delegate_tool_schema_and_call() -> None:
         return SubagentReply(reply="done")
 
     tool = make_delegate_tool(run_subagent)
+    assert isinstance(tool, StructuredTool)
     assert tool.name == DELEGATE_TOOL_NAME == "delegate_to_subagent"
-    assert list(tool.tool_call_schema.model_json_schema()["properties"]) == ["task"]
+    assert list(call_schema(tool)["properties"]) == ["task"]
     assert tool.coroutine is not None
     out = (await tool.coroutine(task="  sum up notes  ", runtime=_runtime())).content
     assert out == '{"status":"ok","reply":"done"}'
@@ -239,6 +245,7 @@ async def test_delegate_fails_closed_and_never_crashes() -> None:
         raise RuntimeError("child exploded")
 
     tool = make_delegate_tool(run_subagent)
+    assert isinstance(tool, StructuredTool)
     assert tool.coroutine is not None
     sub = replace(CTX, worker_id=None)
     assert _payload(await tool.coroutine(task="x", runtime=_runtime(sub)))["code"] == (
