@@ -90,7 +90,7 @@ async def test_another_users_thread_is_not_found(container: Container) -> None:
         with pytest.raises(NotFound):
             await attempt
     assert [t.thread_id for t in await chat.list_threads(stranger)] == []
-    assert (await chat.get_thread(owner, thread)).thread.status == "active"
+    assert (await chat.get_thread(owner, thread)).status == "active"
 
 
 async def test_archive_unarchive_delete(container: Container) -> None:

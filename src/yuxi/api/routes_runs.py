@@ -12,7 +12,8 @@ from sse_starlette.sse import EventSourceResponse
 
 from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.api.schemas import ResumeBody, RunCreate, RunList
-from yuxi.services.chat_service import ChatService, RunSummary, run_view
+from yuxi.services.chat_service import ChatService
+from yuxi.services.chat_views import RunSummary, run_view
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])

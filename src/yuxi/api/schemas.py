@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from yuxi.limits import REQUEST_ID_MAX_CHARS, RUN_INPUT_MAX_BYTES, TITLE_MAX_CHARS
-from yuxi.services.chat_service import RunSummary
+from yuxi.services.chat_views import RunSummary, ThreadSummary
 from yuxi.utils.string_utils import is_valid_text
 
 
@@ -42,42 +42,8 @@ class ThreadCreate(Strict):
     title: Text = Field(default="", max_length=TITLE_MAX_CHARS)
 
 
-class ThreadView(BaseModel):
-    thread_id: str
-    title: str
-    status: str
-    source: str
-    created_at: str
-    updated_at: str
-
-
 class ThreadList(BaseModel):
-    threads: list[ThreadView]
-
-
-class ToolCallView(BaseModel):
-    """A tool call of a ``tool_call`` message; ``result`` is its output cut to 4096 UTF-8 bytes."""
-
-    tool_call_id: str
-    name: str
-    args: Any
-    status: Literal["pending", "success", "error"]
-    result: str | None
-    truncated: bool
-
-
-class MessageView(BaseModel):
-    message_id: int
-    role: str
-    message_type: str
-    content: str
-    run_id: str | None
-    created_at: str
-    tool_calls: list[ToolCallView] = []
-
-
-class ThreadDetail(ThreadView):
-    messages: list[MessageView]
+    threads: list[ThreadSummary]
 
 
 class RunCreate(Strict):

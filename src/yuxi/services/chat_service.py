@@ -12,134 +12,28 @@ on commit, so their loaded columns stay readable. Only :func:`run_view` shapes a
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
-from yuxi.db.models import AgentRun, Conversation, Message, RunEvent, ToolCall
+from yuxi.db.models import AgentRun, Conversation, RunEvent
 from yuxi.errors import Conflict, InvalidArgument, NotFound
 from yuxi.limits import (
     AUTO_TITLE_MAX_CHARS,
-    EVENT_TEXT_BYTES,
     REQUEST_ID_MAX_CHARS,
     RUN_INPUT_MAX_BYTES,
     TITLE_MAX_CHARS,
 )
+from yuxi.services.chat_views import (
+    MessageSummary,
+    ThreadDetail,
+    ThreadSummary,
+    ToolCallSummary,
+    thread_summary,
+)
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
-from yuxi.utils.string_utils import check_text, truncate_utf8
+from yuxi.utils.string_utils import check_text
 from yuxi.vocabulary import HIDDEN_SOURCES
 
 DECISIONS = ("approve", "reject")
 AGENT_CALL_SOURCES = HIDDEN_SOURCES
-
-
-@dataclass(frozen=True)
-class ThreadSummary:
-    """The public shape of a thread (no messages)."""
-
-    thread_id: str
-    title: str
-    status: str
-    source: str
-    created_at: datetime
-    updated_at: datetime
-
-
-def thread_summary(conversation: Conversation) -> ThreadSummary:
-    return ThreadSummary(
-        thread_id=conversation.thread_id,
-        title=conversation.title,
-        status=conversation.status,
-        source=conversation.source,
-        created_at=conversation.created_at,
-        updated_at=conversation.updated_at,
-    )
-
-
-@dataclass(frozen=True)
-class ThreadMessages:
-    """One thread and its latest messages (rows, chronological): the owner's view, not the
-    model's (which is the history lookback's)."""
-
-    thread: ThreadSummary
-    messages: list[Message]
-    #: The tool calls of each ``tool_call`` message, by message id (oldest first).
-    tool_calls: dict[int, list[ToolCallSummary]]
-
-
-@dataclass(frozen=True)
-class ToolCallSummary:
-    """One tool call as its owner sees it in the thread view; ``result`` is the stored output
-    cut to ``EVENT_TEXT_BYTES`` (as in the ``tool_end`` event), ``None`` while it has none."""
-
-    tool_call_id: str
-    name: str
-    args: Any
-    status: str
-    result: str | None
-    truncated: bool
-
-    @classmethod
-    def of(cls, row: ToolCall) -> ToolCallSummary:
-        result, truncated = (None, False)
-        if row.output is not None:
-            result, truncated = truncate_utf8(row.output, EVENT_TEXT_BYTES)
-        return cls(row.tool_call_id, row.name, row.input, row.status, result, truncated)
-
-
-@dataclass(frozen=True)
-class RunErrorView:
-    code: str
-    message: str | None
-
-
-@dataclass(frozen=True)
-class MemorySnapshotView:
-    sha256: str
-    size: int | None
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """The public shape of a run (API and CLI)."""
-
-    run_id: str
-    thread_id: str
-    request_id: str
-    run_type: str
-    status: str
-    cancel_requested: bool
-    created_by_run_id: str | None
-    created_at: str | None
-    started_at: str | None
-    finished_at: str | None
-    error: RunErrorView | None
-    output: dict[str, Any] | None
-    memory_snapshot: MemorySnapshotView | None
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment else None
-
-
-def run_view(run: AgentRun) -> RunSummary:
-    return RunSummary(
-        run_id=run.id,
-        thread_id=run.conversation_thread_id,
-        request_id=run.request_id,
-        run_type=run.run_type,
-        status=run.status,
-        cancel_requested=run.cancel_requested,
-        created_by_run_id=run.created_by_run_id,
-        created_at=_iso(run.created_at),
-        started_at=_iso(run.started_at),
-        finished_at=_iso(run.finished_at),
-        error=None if run.error_code is None else RunErrorView(run.error_code, run.error_message),
-        output=run.output,
-        memory_snapshot=None
-        if run.memory_snapshot_sha256 is None
-        else MemorySnapshotView(run.memory_snapshot_sha256, run.memory_snapshot_bytes),
-    )
 
 
 def _check_request_id(request_id: object) -> str:
@@ -192,15 +86,20 @@ class ChatService:
             )
         return [thread_summary(c) for c in rows]
 
-    async def get_thread(self, uid: str, thread_id: str) -> ThreadMessages:
+    async def get_thread(self, uid: str, thread_id: str) -> ThreadDetail:
         async with self._uow() as uow:
             conversation = await _live_thread(uow, uid, thread_id)
             messages = await uow.conversations.list_messages(conversation.id)
             calls = await uow.conversations.list_tool_calls(
                 [m.id for m in messages if m.message_type == "tool_call"]
             )
-        tool_calls = {mid: [ToolCallSummary.of(row) for row in rows] for mid, rows in calls.items()}
-        return ThreadMessages(thread_summary(conversation), messages, tool_calls)
+        return ThreadDetail(
+            **vars(thread_summary(conversation)),
+            messages=[
+                MessageSummary.of(m, [ToolCallSummary.of(row) for row in calls.get(m.id, [])])
+                for m in messages
+            ],
+        )
 
     async def archive_thread(self, uid: str, thread_id: str) -> ThreadSummary:
         return await self._set_thread_status(uid, thread_id, "archived")

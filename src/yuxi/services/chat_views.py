@@ -1,0 +1,156 @@
+"""What the chat service shows its callers: threads, their messages and tool calls, runs.
+
+These frozen dataclasses are also the HTTP API's response bodies (FastAPI serialises them), so
+each public shape is defined once, here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from yuxi.db.models import AgentRun, Conversation, Message, ToolCall
+from yuxi.limits import EVENT_TEXT_BYTES
+from yuxi.utils.string_utils import truncate_utf8
+
+__all__ = [
+    "MemorySnapshotView",
+    "MessageSummary",
+    "RunErrorView",
+    "RunSummary",
+    "ThreadDetail",
+    "ThreadSummary",
+    "ToolCallSummary",
+    "run_view",
+    "thread_summary",
+]
+
+#: The statuses a stored tool call can have (``yuxi.vocabulary.TOOL_CALL_STATUSES``).
+ToolCallStatus = Literal["pending", "success", "error"]
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    """The public shape of a thread (no messages)."""
+
+    thread_id: str
+    title: str
+    status: str
+    source: str
+    created_at: datetime
+    updated_at: datetime
+
+
+def thread_summary(conversation: Conversation) -> ThreadSummary:
+    return ThreadSummary(
+        thread_id=conversation.thread_id,
+        title=conversation.title,
+        status=conversation.status,
+        source=conversation.source,
+        created_at=conversation.created_at,
+        updated_at=conversation.updated_at,
+    )
+
+
+@dataclass(frozen=True)
+class ToolCallSummary:
+    """One tool call as its owner sees it in the thread view; ``result`` is the stored output
+    cut to ``EVENT_TEXT_BYTES`` (as in the ``tool_end`` event), ``None`` while it has none."""
+
+    tool_call_id: str
+    name: str
+    args: Any
+    status: ToolCallStatus
+    result: str | None
+    truncated: bool
+
+    @classmethod
+    def of(cls, row: ToolCall) -> ToolCallSummary:
+        result, truncated = (None, False)
+        if row.output is not None:
+            result, truncated = truncate_utf8(row.output, EVENT_TEXT_BYTES)
+        status = cast(ToolCallStatus, row.status)
+        return cls(row.tool_call_id, row.name, row.input, status, result, truncated)
+
+
+@dataclass(frozen=True)
+class MessageSummary:
+    """One stored message of a thread; a ``tool_call`` message carries its tool calls."""
+
+    message_id: int
+    role: str
+    message_type: str
+    content: str
+    run_id: str | None
+    created_at: datetime
+    tool_calls: list[ToolCallSummary] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, row: Message, tool_calls: list[ToolCallSummary]) -> MessageSummary:
+        return cls(
+            row.id, row.role, row.message_type, row.content, row.run_id, row.created_at, tool_calls
+        )
+
+
+@dataclass(frozen=True)
+class ThreadDetail(ThreadSummary):
+    """A thread and its latest messages, chronological: the owner's view, not the model's
+    (which is the history lookback's)."""
+
+    messages: list[MessageSummary]
+
+
+@dataclass(frozen=True)
+class RunErrorView:
+    code: str
+    message: str | None
+
+
+@dataclass(frozen=True)
+class MemorySnapshotView:
+    sha256: str
+    size: int | None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The public shape of a run (API and CLI)."""
+
+    run_id: str
+    thread_id: str
+    request_id: str
+    run_type: str
+    status: str
+    cancel_requested: bool
+    created_by_run_id: str | None
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    error: RunErrorView | None
+    output: dict[str, Any] | None
+    memory_snapshot: MemorySnapshotView | None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def run_view(run: AgentRun) -> RunSummary:
+    return RunSummary(
+        run_id=run.id,
+        thread_id=run.conversation_thread_id,
+        request_id=run.request_id,
+        run_type=run.run_type,
+        status=run.status,
+        cancel_requested=run.cancel_requested,
+        created_by_run_id=run.created_by_run_id,
+        created_at=_iso(run.created_at),
+        started_at=_iso(run.started_at),
+        finished_at=_iso(run.finished_at),
+        error=None if run.error_code is None else RunErrorView(run.error_code, run.error_message),
+        output=run.output,
+        memory_snapshot=None
+        if run.memory_snapshot_sha256 is None
+        else MemorySnapshotView(run.memory_snapshot_sha256, run.memory_snapshot_bytes),
+    )
