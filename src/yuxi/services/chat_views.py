@@ -124,16 +124,12 @@ class RunSummary:
     status: str
     cancel_requested: bool
     created_by_run_id: str | None
-    created_at: str | None
-    started_at: str | None
-    finished_at: str | None
+    created_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
     error: RunErrorView | None
     output: dict[str, Any] | None
     memory_snapshot: MemorySnapshotView | None
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment else None
 
 
 def run_view(run: AgentRun) -> RunSummary:
@@ -145,9 +141,9 @@ def run_view(run: AgentRun) -> RunSummary:
         status=run.status,
         cancel_requested=run.cancel_requested,
         created_by_run_id=run.created_by_run_id,
-        created_at=_iso(run.created_at),
-        started_at=_iso(run.started_at),
-        finished_at=_iso(run.finished_at),
+        created_at=run.created_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
         error=None if run.error_code is None else RunErrorView(run.error_code, run.error_message),
         output=run.output,
         memory_snapshot=None
