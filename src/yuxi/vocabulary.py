@@ -25,8 +25,10 @@ SETTLED_RUN_STATUSES: Final = ("completed", "failed", "cancelled", "interrupted"
 # -- conversations ------------------------------------------------------------------------------
 CONVERSATION_STATUSES: Final = ("active", "archived", "deleted")
 CONVERSATION_SOURCES: Final = ("chat", "agent_call", "agent_evaluation")
-#: Sources that history lookback never sees.
-HIDDEN_SOURCES: Final = ("agent_call", "agent_evaluation")
+#: One-shot runs (``POST /agent-calls``, ``yuxi eval run``), each in a thread of its own.
+AGENT_CALL_SOURCES: Final = ("agent_call", "agent_evaluation")
+#: Sources that history lookback never sees: exactly the one-shot agent calls.
+HIDDEN_SOURCES: Final = AGENT_CALL_SOURCES
 MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
 
 # -- tool calls ---------------------------------------------------------------------------------

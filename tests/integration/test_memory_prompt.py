@@ -7,7 +7,8 @@ import hashlib
 import pytest
 
 from yuxi.bootstrap import Container
-from yuxi.services.memory_service import PROMPT_MAX_BYTES, PROMPT_TRUNCATION_NOTE
+from yuxi.limits import MEMORY_PROMPT_MAX_BYTES
+from yuxi.services.memory_service import PROMPT_TRUNCATION_NOTE
 from yuxi.workspace.filesystem import Workspace
 
 from .factories import make_user, memory_file
@@ -71,8 +72,8 @@ async def test_24_kib_cut_on_a_character_boundary(container: Container, extra: i
     shown = snap.text.removesuffix(PROMPT_TRUNCATION_NOTE)
     assert "\ufffd" not in shown
     assert body.startswith(shown)
-    assert len(shown.encode()) <= PROMPT_MAX_BYTES
-    assert len(shown.encode()) > PROMPT_MAX_BYTES - 3
+    assert len(shown.encode()) <= MEMORY_PROMPT_MAX_BYTES
+    assert len(shown.encode()) > MEMORY_PROMPT_MAX_BYTES - 3
 
 
 async def test_invalid_utf8_is_not_injected(container: Container) -> None:

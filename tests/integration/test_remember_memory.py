@@ -83,22 +83,8 @@ async def test_correct_replaces_the_unique_exact_text(container: Container) -> N
     assert memory_file(container, uid).read_text() == "line one\n\nI drink pu-erh tea\n"
 
 
-@pytest.mark.parametrize(
-    ("file_text", "replaces"),
-    [("tea and tea\n", "tea"), ("aaa\n", "aa"), ("Tea\n", "tea"), ("", "anything")],
-    ids=["twice", "overlapping", "case-sensitive-miss", "empty-file"],
-)
-async def test_zero_or_multiple_matches_conflict_and_leave_the_file(
-    container: Container, file_text: str, replaces: str
-) -> None:
-    uid = await make_user(container)
-    run = await make_run(container, uid)
-    path = memory_file(container, uid)
-    path.write_text(file_text, "utf-8")
-    before = sha256_of(path)
-    result = await _remember(container, run, "new", replaces=replaces)
-    assert result["status"] == "error" and result["code"] == "memory_conflict"
-    assert sha256_of(path) == before
+# 0 or ≥ 2 matches of `replaces` → memory_conflict with the file unchanged: proved for the real
+# service and the fake alike by test_memory_contract.py::test_replace_conflicts_leave_the_file.
 
 
 async def test_retry_after_lost_reply_converges(container: Container) -> None:

@@ -30,10 +30,9 @@ from yuxi.services.chat_views import (
 )
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
-from yuxi.vocabulary import HIDDEN_SOURCES
+from yuxi.vocabulary import AGENT_CALL_SOURCES
 
 DECISIONS = ("approve", "reject")
-AGENT_CALL_SOURCES = HIDDEN_SOURCES
 
 
 def _check_request_id(request_id: object) -> str:

@@ -57,7 +57,6 @@ from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
 __all__ = [
     "MEMORY_DISPLAY_PATH",
-    "PROMPT_MAX_BYTES",
     "PROMPT_TRUNCATION_NOTE",
     "MemoryService",
     "MemorySnapshot",
@@ -67,7 +66,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 MEMORY_DISPLAY_PATH = "/" + MEMORY_PATH
-PROMPT_MAX_BYTES = MEMORY_PROMPT_MAX_BYTES
 
 #: Storage failures of a write: the database, the file system, the lock.
 _STORAGE_ERRORS = (SQLAlchemyError, OSError, WorkspaceError, TimeoutError)
@@ -115,7 +113,7 @@ class MemoryService:
         """The ≤ 24 KiB memory text (no switch check: callers have made it)."""
         try:
             data, truncated = await self._workspace(uid).read_authorized_file_prefix(
-                MEMORY_PATH, PROMPT_MAX_BYTES
+                MEMORY_PATH, MEMORY_PROMPT_MAX_BYTES
             )
         except WorkspaceFileNotFound:
             data, truncated = b"", False

@@ -28,7 +28,7 @@ from yuxi.agents.tools import (
     make_workspace_tools,
 )
 from yuxi.agents.tools.delegate import SubagentReply
-from yuxi.agents.tools.workspace_tools import READ_MAX_BYTES
+from yuxi.limits import TOOL_READ_MAX_BYTES
 from yuxi.workspace.filesystem import MEMORY_PATH
 
 
@@ -148,7 +148,7 @@ async def test_read_is_bounded_on_a_character_boundary(tmp_path: Path) -> None:
     memory.workspace.put("big.md", "a" + "界" * 30000)
     out = await _call(tools["read_workspace_file"], path="big.md")
     assert out["truncated"] is True
-    assert out["size"] <= READ_MAX_BYTES
+    assert out["size"] <= TOOL_READ_MAX_BYTES
     assert "\ufffd" not in out["content"]
     assert ("a" + "界" * 30000).startswith(out["content"])
 

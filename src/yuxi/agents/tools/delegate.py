@@ -27,7 +27,6 @@ from yuxi.utils.string_utils import check_text
 
 __all__ = [
     "DELEGATE_TOOL_NAME",
-    "TASK_MAX_BYTES",
     "RunSubagent",
     "SubagentReply",
     "make_delegate_tool",
@@ -36,7 +35,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 DELEGATE_TOOL_NAME = "delegate_to_subagent"
-TASK_MAX_BYTES = SUBAGENT_TASK_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ def make_delegate_tool(run_subagent: RunSubagent) -> BaseTool:
     async def delegate(task: str, runtime: ToolRuntime[RunIdentity | None, Any]) -> SubagentReply:
         if trusted_context(runtime.context, require_worker=True) is None:
             raise UnauthorizedRun("only a top-level run may delegate")
-        text = check_text("task", task, max_bytes=TASK_MAX_BYTES).strip()
+        text = check_text("task", task, max_bytes=SUBAGENT_TASK_MAX_BYTES).strip()
         try:
             return await run_subagent(text, runtime)
         except (GraphBubbleUp, SubagentFailed):  # control flow; an already-told failure

@@ -45,10 +45,7 @@ from yuxi.utils.string_utils import cut_to_char_boundary
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, split_relative_path
 
 __all__ = [
-    "EDIT_MAX_BYTES",
-    "READ_MAX_BYTES",
     "SENSITIVE_TOOLS",
-    "WRITE_MAX_BYTES",
     "WorkspaceFileResult",
     "make_read_workspace_tool",
     "make_workspace_tools",
@@ -59,9 +56,6 @@ _log = logging.getLogger(__name__)
 #: Tools that pause for human approval (LangChain human-in-the-loop middleware).
 SENSITIVE_TOOLS = ("write_workspace_file", "edit_workspace_file")
 
-READ_MAX_BYTES = TOOL_READ_MAX_BYTES
-WRITE_MAX_BYTES = TOOL_WRITE_MAX_BYTES
-EDIT_MAX_BYTES = TOOL_WRITE_MAX_BYTES
 
 _UNAUTHORIZED = "this call has no trusted run identity for this workspace"
 _MEMORY_REFUSED = (
@@ -145,7 +139,7 @@ def _read_tool(bound: _Bound) -> BaseTool:
         normalized, _ = bound.resolve(path)
         try:
             data, truncated = await bound.workspace.read_authorized_file_prefix(
-                normalized, READ_MAX_BYTES
+                normalized, TOOL_READ_MAX_BYTES
             )
         except OSError as exc:
             _log.warning("read_workspace_file failed: %r", exc)
@@ -174,8 +168,8 @@ def _write_tool(bound: _Bound) -> BaseTool:
         identity = bound.identity(runtime)
         normalized, is_memory = bound.resolve(path)
         data = _encode(content, "content")
-        if len(data) > WRITE_MAX_BYTES:
-            raise FileTooLarge(f"content is larger than {WRITE_MAX_BYTES} bytes")
+        if len(data) > TOOL_WRITE_MAX_BYTES:
+            raise FileTooLarge(f"content is larger than {TOOL_WRITE_MAX_BYTES} bytes")
         try:
             if is_memory:
                 await bound.memory_writer().write_memory_file(identity.uid, data)
@@ -213,7 +207,7 @@ def _edit_tool(bound: _Bound) -> BaseTool:
             if is_memory:
                 raw, etag = await bound.memory_writer().read_memory_file(identity.uid)
             else:
-                raw = await bound.workspace.read_file(normalized, EDIT_MAX_BYTES)
+                raw = await bound.workspace.read_file(normalized, TOOL_WRITE_MAX_BYTES)
             text = _decode(raw, normalized)
             count = text.count(old)
             if count != 1:
@@ -221,8 +215,8 @@ def _edit_tool(bound: _Bound) -> BaseTool:
                     f"`old` occurs {count} times in {normalized}; it must occur exactly once"
                 )
             data = _encode(text.replace(old, new, 1), "`new`")
-            if len(data) > EDIT_MAX_BYTES:
-                raise FileTooLarge(f"the edited file would exceed {EDIT_MAX_BYTES} bytes")
+            if len(data) > TOOL_WRITE_MAX_BYTES:
+                raise FileTooLarge(f"the edited file would exceed {TOOL_WRITE_MAX_BYTES} bytes")
             if is_memory:
                 # If-Match on the version just read: a concurrent remember_memory is never lost.
                 await bound.memory_writer().write_memory_file(identity.uid, data, if_match=etag)
