@@ -19,7 +19,11 @@ Three audiences, three kinds of error (kept apart on purpose):
     ├── NotFound                           not_found
     ├── Conflict                           conflict
     │   ├── PreconditionFailed             precondition_failed   (stale ETag / If-Match)
-    │   └── ActiveRunExists                active_run_exists
+    │   ├── ActiveRunExists                active_run_exists
+    │   └── MemoryConflict                 memory_conflict       (`replaces` found 0 or ≥ 2
+    │                                                             times; an undo after a later
+    │                                                             change — told to the model
+    │                                                             and to the user alike)
     ├── Unauthorized                       unauthorized          (HTTP: no or a bad token)
     ├── WorkspaceError                     workspace_error
     │   ├── UnsafePath                     unsafe_path           (.., absolute, NUL, backslash)
@@ -31,8 +35,8 @@ Three audiences, three kinds of error (kept apart on purpose):
     └── ToolError                          tool_error            (tell the model only)
         ├── UnauthorizedRun                unauthorized_run      (no trusted, live run identity)
         ├── MemoryDisabled                 memory_disabled       (the user's switch is off)
-        ├── MemoryConflict                 memory_conflict       (`replaces` found 0 or ≥ 2 times)
         ├── MemoryTooLarge                 memory_too_large      (MEMORY.md would pass 128 KiB)
+        ├── MemoryQuotaExceeded            memory_quota_exceeded (the run's write quota is used)
         ├── MemoryInvalidEncoding          memory_invalid_encoding
         ├── ForbiddenPath                  forbidden_path        (MEMORY.md without memory)
         ├── NotText                        not_text              (a file that is not UTF-8)
@@ -42,15 +46,23 @@ Three audiences, three kinds of error (kept apart on purpose):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class YuxiError(Exception):
-    """Base of every deliberate Yuxi error. ``code`` is stable and machine-readable."""
+    """Base of every deliberate Yuxi error. ``code`` is stable and machine-readable.
+
+    ``details`` are extra JSON-able fields for whoever is told (e.g. the ``diff`` of a refused
+    undo); they never repeat ``code`` or ``message``.
+    """
 
     code: str = "error"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.details: dict[str, Any] = dict(details or {})
 
 
 class ConfigurationError(YuxiError):
@@ -123,12 +135,16 @@ class MemoryDisabled(ToolError):
     code = "memory_disabled"
 
 
-class MemoryConflict(ToolError):
+class MemoryConflict(Conflict):
     code = "memory_conflict"
 
 
 class MemoryTooLarge(ToolError):
     code = "memory_too_large"
+
+
+class MemoryQuotaExceeded(ToolError):
+    code = "memory_quota_exceeded"
 
 
 class MemoryInvalidEncoding(ToolError):

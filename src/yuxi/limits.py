@@ -18,6 +18,19 @@ MEMORY_REPLACES_MAX_BYTES = 4 * KIB
 MEMORY_FILE_MAX_BYTES = 128 * KIB
 #: What one run injects into the system prompt (cut on a character boundary, with a note).
 MEMORY_PROMPT_MAX_BYTES = 24 * KIB
+#: One entry (a blank-line-separated block or one list item) larger than this is linted
+#: ``oversized_entry``: more than one ``remember_memory`` could ever have written at once.
+MEMORY_ENTRY_MAX_BYTES = MEMORY_CONTENT_MAX_BYTES
+
+# -- memory versions (retention per user, oldest out first; the newest is always kept) ----------
+MEMORY_VERSIONS_KEEP = 100
+#: Sum of the retained versions' content sizes.
+MEMORY_VERSIONS_MAX_BYTES = 2 * 1024 * KIB
+
+# -- memory write quota per run (defaults of YUXI_MEMORY_WRITES_PER_RUN / _BYTES_PER_RUN) --------
+MEMORY_WRITES_PER_RUN = 5
+#: Bytes of added text (``content`` of each write that changed the file).
+MEMORY_BYTES_PER_RUN = 8 * KIB
 
 # -- shared agent context (AGENTS.md, USER.md) --------------------------------------------------
 CONTEXT_FILE_MAX_BYTES = 64 * KIB

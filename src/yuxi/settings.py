@@ -12,6 +12,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from yuxi.errors import ConfigurationError
+from yuxi.limits import MEMORY_BYTES_PER_RUN, MEMORY_WRITES_PER_RUN
 
 
 class Settings(BaseSettings):
@@ -34,6 +35,10 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     db_pool_size: int = Field(default=10, ge=1, le=200)
+    #: Memory writes (``remember_memory`` results that changed the file) one run may make.
+    memory_writes_per_run: int = Field(default=MEMORY_WRITES_PER_RUN, ge=0, le=1000)
+    #: UTF-8 bytes of added memory text one run may write.
+    memory_bytes_per_run: int = Field(default=MEMORY_BYTES_PER_RUN, ge=0, le=1024 * 1024)
 
     @field_validator("database_url")
     @classmethod

@@ -33,3 +33,20 @@ MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
 
 # -- tool calls ---------------------------------------------------------------------------------
 TOOL_CALL_STATUSES: Final = ("pending", "success", "error")
+
+# -- memory versions (the audit trail of MEMORY.md; never read into a prompt) -------------------
+#: Who made a change: the agent's ``remember_memory``; the user (file API, UI, restore, undo); or
+#: ``system`` for a change found on disk that no version recorded (a crash between publish and
+#: record, an edit outside Yuxi, memory that predates versions), recorded on the next write.
+MEMORY_VERSION_ACTORS: Final = ("agent", "user", "system")
+MEMORY_VERSION_KINDS: Final = ("add", "replace", "edit", "delete", "restore", "undo", "recovered")
+
+# -- memory lint (deterministic findings shown to the owner, never to the model) ---------------
+MEMORY_LINT_CODES: Final = (
+    "duplicate",
+    "near_duplicate",
+    "secret_like",
+    "injection_like",
+    "outside_prompt_window",
+    "oversized_entry",
+)

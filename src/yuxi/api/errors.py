@@ -41,6 +41,7 @@ STATUS_BY_CODE = {
     "memory_disabled": 409,
     "memory_conflict": 409,
     "memory_too_large": 413,
+    "memory_quota_exceeded": 429,
     "memory_invalid_encoding": 400,
     "forbidden_path": 403,
     "not_text": 400,

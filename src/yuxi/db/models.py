@@ -32,6 +32,8 @@ from yuxi.vocabulary import (
     ACTIVE_RUN_STATUSES,
     CONVERSATION_SOURCES,
     CONVERSATION_STATUSES,
+    MEMORY_VERSION_ACTORS,
+    MEMORY_VERSION_KINDS,
     MESSAGE_ROLES,
     RUN_STATUSES,
     RUN_TYPES,
@@ -107,6 +109,10 @@ class Conversation(Base):
     title: Mapped[str] = mapped_column(String(500), nullable=False, server_default="")
     status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="active")
     source: Mapped[str] = mapped_column(String(32), nullable=False, server_default="chat")
+    #: The owner hid this thread from the history tools (filtered inside their SQL).
+    recall_excluded: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, server_default=text("false"), default=False
+    )
     metadata_: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONType, nullable=False, server_default=text("'{}'")
     )
@@ -214,6 +220,13 @@ class AgentRun(Base):
     error_message: Mapped[str | None] = mapped_column(Text)
     memory_snapshot_sha256: Mapped[str | None] = mapped_column(String(64))
     memory_snapshot_bytes: Mapped[int | None] = mapped_column(Integer)
+    #: The run's memory write quota used so far (counted under the per-user memory lock).
+    memory_writes: Mapped[int] = mapped_column(
+        Integer, nullable=False, server_default=text("0"), default=0
+    )
+    memory_write_bytes: Mapped[int] = mapped_column(
+        Integer, nullable=False, server_default=text("0"), default=0
+    )
     input_payload: Mapped[dict[str, Any]] = mapped_column(
         JSONType, nullable=False, server_default=text("'{}'")
     )
@@ -255,3 +268,39 @@ class RunEvent(Base):
     created_at: Mapped[datetime] = _now()
 
     __table_args__ = (UniqueConstraint("run_id", "seq"),)
+
+
+class MemoryVersion(Base):
+    """One change of a user's MEMORY.md: its result, who made it and why (never prompt input).
+
+    Recorded under the same per-user locks as the publish it describes. Thread, run and message
+    are plain values, not foreign keys: deleting a thread keeps the version (its link then
+    resolves to "source no longer available").
+    """
+
+    __tablename__ = "memory_versions"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    #: The public id (``mv_`` + 32 hex).
+    version_id: Mapped[str] = mapped_column(String(36), nullable=False, unique=True)
+    uid: Mapped[str] = mapped_column(ForeignKey("users.uid", ondelete="CASCADE"), nullable=False)
+    created_at: Mapped[datetime] = _now()
+    actor: Mapped[str] = mapped_column(String(16), nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    run_id: Mapped[str | None] = mapped_column(String(36))
+    thread_id: Mapped[str | None] = mapped_column(String(64))
+    message_id: Mapped[int | None] = mapped_column(BigInteger)
+    tool_call_id: Mapped[str | None] = mapped_column(String(128))
+    #: For ``restore`` and ``undo``: the version whose content or change this one goes back to.
+    target_version_id: Mapped[str | None] = mapped_column(String(36))
+    sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    size: Mapped[int] = mapped_column(Integer, nullable=False)
+    parent_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    #: The whole file after this change ("" after a delete).
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+
+    __table_args__ = (
+        CheckConstraint(_in("actor", MEMORY_VERSION_ACTORS), name="actor"),
+        CheckConstraint(_in("kind", MEMORY_VERSION_KINDS), name="kind"),
+        Index("ix_memory_versions_uid_id_desc", "uid", text("id DESC")),
+    )
