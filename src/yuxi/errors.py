@@ -32,6 +32,8 @@ Three audiences, three kinds of error (kept apart on purpose):
     │   ├── WorkspaceFileNotFound          file_not_found
     │   └── FileTooLarge                   file_too_large
     ├── StorageUnavailable                 storage_unavailable   (database / lock failure)
+    ├── ModelOutputTruncated               model_output_truncated (a run's end: the model kept
+    │                                                             sending cut-off tool calls)
     └── ToolError                          tool_error            (tell the model only)
         ├── UnauthorizedRun                unauthorized_run      (no trusted, live run identity)
         ├── MemoryDisabled                 memory_disabled       (the user's switch is off)
@@ -119,6 +121,10 @@ class FileTooLarge(WorkspaceError):
 
 class StorageUnavailable(YuxiError):
     code = "storage_unavailable"
+
+
+class ModelOutputTruncated(YuxiError):
+    code = "model_output_truncated"
 
 
 class ToolError(YuxiError):

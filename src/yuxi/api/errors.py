@@ -34,6 +34,7 @@ STATUS_BY_CODE = {
     "file_too_large": 413,
     "storage_unavailable": 503,
     "configuration_error": 500,
+    "model_output_truncated": 502,
     # ToolError codes are told to the model, never sent by a route; should one ever escape a
     # service into a request, it still gets an honest status.
     "tool_error": 400,

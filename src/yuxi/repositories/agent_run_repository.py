@@ -264,6 +264,20 @@ class AgentRunRepository:
         )
         return (await self.session.execute(stmt)).scalar_one_or_none() is not None
 
+    async def previous_top_level_run(self, thread_id: str, run_id: str) -> AgentRun | None:
+        """The newest chat/resume run of the thread other than ``run_id``."""
+        stmt = (
+            select(AgentRun)
+            .where(
+                AgentRun.conversation_thread_id == thread_id,
+                AgentRun.id != run_id,
+                AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES),
+            )
+            .order_by(AgentRun.created_at.desc(), AgentRun.id.desc())
+            .limit(1)
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
     async def request_cancel(self, uid: str, run_id: str) -> bool:
         stmt = (
             update(AgentRun)

@@ -226,6 +226,23 @@ class ConversationRepository:
         if (await self.session.execute(stmt)).scalar_one_or_none() is None:
             raise NotFound("tool call not found")
 
+    async def close_pending_tool_calls(self, uid: str, thread_id: str, error: str) -> int:
+        """Mark every still-pending tool call of the user's thread as failed with ``error``
+        (their run ended before they did); the number of calls closed."""
+        thread_messages = (
+            select(Message.id)
+            .join(Conversation, Conversation.id == Message.conversation_id)
+            .where(Conversation.thread_id == thread_id, Conversation.uid == uid)
+        )
+        stmt = (
+            update(ToolCall)
+            .where(ToolCall.status == "pending", ToolCall.message_id.in_(thread_messages))
+            .values(status="error", error=error, output=error)
+            .returning(ToolCall.id)
+            .execution_options(synchronize_session=False)
+        )
+        return len((await self.session.execute(stmt)).scalars().all())
+
     async def find_thread_tool_call(
         self, uid: str, thread_id: str, tool_call_id: str
     ) -> int | None:

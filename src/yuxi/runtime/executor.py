@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 
+from yuxi.agents.middlewares.tool_call_integrity import closing_messages
+from yuxi.errors import YuxiError
 from yuxi.runtime.graph_assembly import assemble_chatbot_graph, build_graph_input
 from yuxi.runtime.stream_events import (
     AssistantReplied,
@@ -75,6 +77,8 @@ class RunExecutor:
             # Messages already in the thread's checkpoint were recorded by earlier runs.
             checkpoint = await graph.aget_state(config)
             earlier = (checkpoint.values or {}).get("messages", []) if checkpoint else []
+            if claimed.run_type == "chat":
+                graph_input = await self._close_open_calls(claimed, earlier, graph_input)
             translator = StreamTranslator(m.id for m in earlier if getattr(m, "id", None))
             async for mode, chunk in graph.astream(
                 graph_input, config, context=identity, stream_mode=["updates", "messages"]
@@ -85,6 +89,10 @@ class RunExecutor:
                 await self._record(claimed, event, outcome)
         except (LeaseLost, asyncio.CancelledError):
             raise
+        except YuxiError as exc:
+            _log.warning("run %s failed: %s", identity.run_id, exc)
+            await runs.finish(identity, "failed", error_code=exc.code, error_message=exc.message)
+            return
         except Exception as exc:
             _log.exception("run %s failed", identity.run_id)
             await runs.finish(
@@ -98,6 +106,18 @@ class RunExecutor:
             await runs.finish(identity, "interrupted", output={"interrupt": outcome.interrupt})
         else:
             await runs.finish(identity, "completed", output={"reply": outcome.reply})
+
+    async def _close_open_calls(
+        self, claimed: ClaimedRun, earlier: list[Any], graph_input: Any
+    ) -> Any:
+        """Answer the tool calls an earlier run left open (it was cancelled, failed or lost its
+        lease between a call and its result), in the checkpoint and in the thread's records, so
+        the conversation is valid input again; then the new user message."""
+        why = await self._services.runs.close_open_tool_calls(claimed.identity)
+        closures = closing_messages(earlier, why or "Not completed: its run ended first.")
+        if not closures:
+            return graph_input
+        return {"messages": [*closures, *graph_input["messages"]]}
 
     async def _record(self, claimed: ClaimedRun, event: StreamEvent, outcome: _Outcome) -> None:
         runs, identity = self._services.runs, claimed.identity

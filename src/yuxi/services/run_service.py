@@ -305,7 +305,24 @@ class RunService:
             )
             if not finished:
                 raise LeaseLost(identity.run_id)
+            if status in ("cancelled", "failed"):
+                # Calls this run proposed but never answered end with it (an interrupted run's
+                # calls stay open: its resume answers them).
+                await uow.conversations.close_pending_tool_calls(
+                    identity.uid, identity.thread_id, _not_completed(status, error_code)
+                )
             await uow.commit()
+
+    async def close_open_tool_calls(self, identity: RunIdentity) -> str | None:
+        """At the start of a chat run: close the thread's tool calls an earlier run left open
+        (cancelled, failed, lease lost, crashed) and say how that run ended (None: no run did)."""
+        async with self._fenced(identity) as uow:
+            previous = await uow.runs.previous_top_level_run(identity.thread_id, identity.run_id)
+            if previous is None:
+                return None
+            why = _not_completed(previous.status, previous.error_code)
+            await uow.conversations.close_pending_tool_calls(identity.uid, identity.thread_id, why)
+            return why
 
     # -- resume and SubAgents -----------------------------------------------------------------
 
@@ -368,3 +385,12 @@ class RunService:
             )
             await uow.commit()
         return True
+
+
+def _not_completed(status: str, error_code: str | None) -> str:
+    """What a caller is told about a tool call whose run ended before it did."""
+    how = f"{status} ({error_code})" if error_code else status
+    return (
+        f"Not completed: the run ended ({how}) before this call finished. "
+        "Nothing more will happen for it."
+    )

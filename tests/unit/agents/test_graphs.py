@@ -228,12 +228,8 @@ async def test_write_interrupts_and_approval_writes_the_file(tmp_path: Path) -> 
     (action,) = interrupt.value["action_requests"]
     assert action["name"] == "write_workspace_file"
     assert action["args"] == {"path": "notes/plan.md", "content": "周一开会"}
-    assert interrupt.value["review_configs"][0]["allowed_decisions"] == [
-        "approve",
-        "edit",
-        "reject",
-        "respond",
-    ]
+    # Only what the resume API accepts is offered.
+    assert interrupt.value["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
     assert ws.get("notes/plan.md") is None
     assert ws.writes == []
 

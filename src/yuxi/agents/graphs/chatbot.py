@@ -11,6 +11,7 @@ from langchain.agents.middleware import (
     AgentState,
     HumanInTheLoopMiddleware,
     InputAgentState,
+    InterruptOnConfig,
     OutputAgentState,
 )
 from langchain_core.language_models import BaseChatModel
@@ -21,6 +22,10 @@ from langgraph.types import Checkpointer
 from yuxi.agents._ports import LookbackPort, MemoryPort
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.middlewares.memory import create_memory_middleware
+from yuxi.agents.middlewares.tool_call_integrity import (
+    ToolCallIntegrityMiddleware,
+    call_is_unanswered,
+)
 from yuxi.agents.tools.workspace_tools import SENSITIVE_TOOLS, make_workspace_tools
 from yuxi.services.memory_service import MemorySnapshot
 from yuxi.workspace.filesystem import Workspace
@@ -67,7 +72,13 @@ async def build_chatbot_graph(
     middleware: list[AgentMiddleware[Any, RunIdentity, Any]] = []
     if memory_middleware is not None:
         middleware.append(memory_middleware)
-    middleware.append(HumanInTheLoopMiddleware(interrupt_on=dict.fromkeys(SENSITIVE_TOOLS, True)))
+    # Approve or reject (the resume API takes nothing else); a call the integrity middleware
+    # already answered (cut off, malformed) is never put to a human.
+    approval = InterruptOnConfig(allowed_decisions=["approve", "reject"], when=call_is_unanswered)
+    middleware.append(
+        HumanInTheLoopMiddleware(interrupt_on=dict.fromkeys(SENSITIVE_TOOLS, approval))
+    )
+    middleware.append(ToolCallIntegrityMiddleware())
     return create_agent(
         model,
         tools=tools,

@@ -17,6 +17,7 @@ from langgraph.types import Checkpointer
 
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.graphs.chatbot import AgentGraph
+from yuxi.agents.middlewares.tool_call_integrity import ToolCallIntegrityMiddleware
 from yuxi.agents.tools.workspace_tools import make_read_workspace_tool
 from yuxi.workspace.filesystem import Workspace
 
@@ -37,6 +38,7 @@ def build_subagent_graph(
         model,
         tools=[make_read_workspace_tool(workspace=workspace)],
         system_prompt=system_prompt,
+        middleware=[ToolCallIntegrityMiddleware()],
         context_schema=RunIdentity,
         checkpointer=checkpointer if checkpointer is not None else False,
         name=SUBAGENT_AGENT_NAME,

@@ -161,6 +161,14 @@ def _memory_text(messages: Sequence[BaseMessage]) -> str | None:
     return None
 
 
+def _result(message: AIMessage) -> ChatResult:
+    """One whole response, saying why it ended the way real providers do (tool calls from a
+    response without a complete finish reason are never executed)."""
+    reason = "tool_calls" if message.tool_calls else "stop"
+    message.response_metadata = {**message.response_metadata, "finish_reason": reason}
+    return ChatResult(generations=[ChatGeneration(message=message)])
+
+
 class OfflineChatModel(BaseChatModel):
     """Deterministic offline model; ``bound_tool_names`` are the only tools it may call."""
 
@@ -193,7 +201,7 @@ class OfflineChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+        return _result(self.respond(messages))
 
     async def _agenerate(
         self,
@@ -202,7 +210,7 @@ class OfflineChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+        return _result(self.respond(messages))
 
     def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
         """The deterministic reply to ``messages`` (public for tests and the CLI)."""
