@@ -67,6 +67,9 @@ REQUEST_ID_MAX_CHARS = 128
 SUBAGENT_TASK_MAX_BYTES = 8 * KIB
 #: The text of a ``tool_end`` event (the full output stays in the ToolCall row).
 EVENT_TEXT_BYTES = 4 * KIB
+#: Graph steps (model calls, tool rounds and middleware hooks) one run may take before it fails
+#: as ``run_step_limit`` — a model that keeps calling tools cannot run forever.
+RUN_MAX_STEPS = 100
 #: Model responses in a row whose tool calls were refused as cut off or malformed before the run
 #: fails with ``model_output_truncated`` (each refusal tells the model and lets it retry).
 MODEL_REFUSED_RESPONSES_MAX = 3

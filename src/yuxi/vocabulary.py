@@ -22,6 +22,13 @@ ACTIVE_RUN_STATUSES: Final = ("pending", "running")
 #: A run in one of these will not change any more (``interrupted`` waits for a *new* resume run).
 SETTLED_RUN_STATUSES: Final = ("completed", "failed", "cancelled", "interrupted")
 
+#: Why a run failed (``agent_runs.error_code``), besides the ``code`` of a Yuxi error that ended
+#: it (``model_output_truncated``, ...).
+RUN_ERROR: Final = "run_error"  # an unexpected exception
+RUN_STEP_LIMIT: Final = "run_step_limit"  # more graph steps than limits.RUN_MAX_STEPS
+LEASE_EXPIRED: Final = "worker_lease_expired"  # its worker stopped renewing the lease
+PARENT_RUN_ENDED: Final = "parent_run_ended"  # a SubAgent run whose parent is over
+
 # -- conversations ------------------------------------------------------------------------------
 CONVERSATION_STATUSES: Final = ("active", "archived", "deleted")
 CONVERSATION_SOURCES: Final = ("chat", "agent_call", "agent_evaluation")

@@ -15,12 +15,12 @@ from sqlalchemy import ColumnElement, Update, and_, func, select, update
 from sqlalchemy.orm import aliased
 
 from yuxi.db.models import AgentRun
-from yuxi.vocabulary import CLAIMABLE_RUN_TYPES, SETTLED_RUN_STATUSES
-
-#: ``error_code`` of a top-level run whose worker's lease ran out before it finished.
-LEASE_EXPIRED = "worker_lease_expired"
-#: ``error_code`` of a SubAgent run whose parent run ended before it finished.
-PARENT_RUN_ENDED = "parent_run_ended"
+from yuxi.vocabulary import (
+    CLAIMABLE_RUN_TYPES,
+    LEASE_EXPIRED,
+    PARENT_RUN_ENDED,
+    SETTLED_RUN_STATUSES,
+)
 
 
 def new_worker_id() -> str:

@@ -25,13 +25,14 @@ from yuxi.db.models import AgentRun
 from yuxi.errors import ActiveRunExists, Conflict
 from yuxi.identity import RunIdentity
 from yuxi.repositories import _run_lease as lease
-from yuxi.repositories._run_lease import (
+from yuxi.repositories._run_lease import new_worker_id, owned_live_lease
+from yuxi.vocabulary import (
+    CLAIMABLE_RUN_TYPES,
     LEASE_EXPIRED,
+    MEMORY_WRITE_RUN_TYPES,
     PARENT_RUN_ENDED,
-    new_worker_id,
-    owned_live_lease,
+    SETTLED_RUN_STATUSES,
 )
-from yuxi.vocabulary import CLAIMABLE_RUN_TYPES, MEMORY_WRITE_RUN_TYPES, SETTLED_RUN_STATUSES
 
 __all__ = [
     "LEASE_EXPIRED",

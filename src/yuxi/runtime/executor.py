@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphRecursionError
 
 from yuxi.agents.middlewares.tool_call_integrity import closing_messages
 from yuxi.errors import YuxiError
+from yuxi.limits import RUN_MAX_STEPS
 from yuxi.runtime.graph_assembly import assemble_chatbot_graph, build_graph_input
 from yuxi.runtime.stream_events import (
     AssistantReplied,
@@ -29,6 +31,7 @@ from yuxi.runtime.stream_events import (
     ToolFinished,
 )
 from yuxi.services.run_service import ClaimedRun, LeaseLost
+from yuxi.vocabulary import RUN_ERROR, RUN_STEP_LIMIT
 from yuxi.workspace.filesystem import Workspace
 
 if TYPE_CHECKING:
@@ -73,7 +76,10 @@ class RunExecutor:
                 workspace=self._workspace_for(identity.uid),
             )
             graph_input = await build_graph_input(claimed, runs)
-            config: RunnableConfig = {"configurable": {"thread_id": identity.thread_id}}
+            config: RunnableConfig = {
+                "configurable": {"thread_id": identity.thread_id},
+                "recursion_limit": RUN_MAX_STEPS,
+            }
             # Messages already in the thread's checkpoint were recorded by earlier runs.
             checkpoint = await graph.aget_state(config)
             earlier = (checkpoint.values or {}).get("messages", []) if checkpoint else []
@@ -89,6 +95,15 @@ class RunExecutor:
                 await self._record(claimed, event, outcome)
         except (LeaseLost, asyncio.CancelledError):
             raise
+        except GraphRecursionError:
+            _log.warning("run %s reached its step limit", identity.run_id)
+            await runs.finish(
+                identity,
+                "failed",
+                error_code=RUN_STEP_LIMIT,
+                error_message=f"the run took more than {RUN_MAX_STEPS} steps and was stopped",
+            )
+            return
         except YuxiError as exc:
             _log.warning("run %s failed: %s", identity.run_id, exc)
             await runs.finish(identity, "failed", error_code=exc.code, error_message=exc.message)
@@ -98,7 +113,7 @@ class RunExecutor:
             await runs.finish(
                 identity,
                 "failed",
-                error_code="run_error",
+                error_code=RUN_ERROR,
                 error_message=f"{type(exc).__name__}: {exc}",
             )
             return

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from yuxi.identity import RunIdentity
 from yuxi.limits import EVENT_TEXT_BYTES
-from yuxi.repositories.agent_run_repository import LEASE_EXPIRED, PARENT_RUN_ENDED
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import truncate_utf8
+from yuxi.vocabulary import LEASE_EXPIRED, PARENT_RUN_ENDED
 
 if TYPE_CHECKING:
     from yuxi.db.models import AgentRun, Conversation

@@ -1,0 +1,223 @@
+"""Issue 17 through the OpenAI wire format: a scripted, streaming OpenAI-compatible server.
+
+1. A tool call from a cut-off or malformed response never executes (no file changes) and the
+   model is told; a model that keeps doing it ends the run as ``model_output_truncated``.
+2. After a cancel, a failure or a limit between a tool call and its result, the thread's next
+   message completes against a provider that refuses unanswered tool calls (as OpenAI does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from yuxi.bootstrap import Container, build_worker, open_agent_runtime
+from yuxi.runtime.worker import Worker
+from yuxi.services.run_service import RunService
+from yuxi.settings import Settings
+from yuxi.workspace.filesystem import Workspace
+
+from ..scripted_openai import ScriptedOpenAI, ToolCallScript, Turn, running
+from .factories import make_user, memory_file, sha256_of
+
+CUT_REMEMBER = ToolCallScript("remember_memory", '{"content": "I drink oolo')
+CUT_WRITE = ToolCallScript("write_workspace_file", '{"path": "notes/x.md", "content": "half')
+SEARCH = ToolCallScript("search_thread_messages", '{"query": "oolong"}')
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedOpenAI]:
+    yield from running()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path, scripted: ScriptedOpenAI) -> Settings:
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        db_pool_size=20,
+        model="openai:gpt-scripted",
+        model_base_url=scripted.base_url,
+        model_api_key="test-key",
+        heartbeat_seconds=0.1,
+    )
+
+
+@pytest.fixture
+async def worker(container: Container) -> AsyncIterator[Worker]:
+    async with open_agent_runtime(container) as runtime:
+        yield build_worker(container, runtime, name="scripted-worker")
+
+
+async def _chat(container: Container, worker: Worker, uid: str, thread: str, text: str) -> Any:
+    run, _ = await container.services.chat.submit(uid, thread, text)
+    assert await worker.run_once()
+    return await container.services.chat.get_run(uid, run.id)
+
+
+def _tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in request["messages"] if m.get("role") == "tool"]
+
+
+def _workspace_file(container: Container, uid: str, path: str) -> Path:
+    return Workspace(container.settings.workspace_root, uid).directory / path
+
+
+@pytest.mark.parametrize("finish_reason", ["length", None], ids=["length", "stream-dropped"])
+async def test_a_cut_off_remember_changes_nothing_and_the_model_is_told(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI, finish_reason: str | None
+) -> None:
+    uid = await make_user(container, memory=True)
+    thread = (await container.services.chat.create_thread(uid)).thread_id
+    before = sha256_of(memory_file(container, uid))
+    scripted.script(
+        Turn(tool_calls=[CUT_REMEMBER], finish_reason=finish_reason),
+        Turn(content="My answer was cut off; nothing was saved."),
+    )
+    run = await _chat(container, worker, uid, thread, "remember: I drink oolong tea")
+    assert run.status == "completed", run.error_message
+    assert sha256_of(memory_file(container, uid)) == before
+    assert "oolo" not in memory_file(container, uid).read_text()
+    (told,) = _tool_messages(scripted.requests[1])
+    assert json.loads(told["content"])["code"] == "model_output_truncated"
+    assert run.output["reply"] == "My answer was cut off; nothing was saved."
+    events = await container.services.chat.events_after(uid, run.id)
+    ends = [e.data for e in events if e.event_type == "tool_end"]
+    assert [e["status"] for e in ends] == ["error"]
+
+
+async def test_a_cut_off_file_write_is_neither_executed_nor_put_to_approval(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI
+) -> None:
+    uid = await make_user(container, memory=True)
+    thread = (await container.services.chat.create_thread(uid)).thread_id
+    scripted.script(Turn(tool_calls=[CUT_WRITE], finish_reason="length"), Turn(content="ok"))
+    run = await _chat(container, worker, uid, thread, "write a note")
+    assert run.status == "completed"  # not "interrupted": nobody is asked about a refused call
+    assert not _workspace_file(container, uid, "notes/x.md").exists()
+    (told,) = _tool_messages(scripted.requests[1])
+    assert json.loads(told["content"])["code"] == "model_output_truncated"
+
+
+async def test_non_json_arguments_give_the_model_a_tool_error(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI
+) -> None:
+    uid = await make_user(container, memory=True)
+    thread = (await container.services.chat.create_thread(uid)).thread_id
+    before = sha256_of(memory_file(container, uid))
+    scripted.script(
+        Turn(
+            tool_calls=[ToolCallScript("remember_memory", "content = oolong")],
+            finish_reason="tool_calls",
+        ),
+        Turn(content="I will try again later."),
+    )
+    run = await _chat(container, worker, uid, thread, "remember: oolong")
+    assert run.status == "completed"
+    assert run.output["reply"] == "I will try again later."
+    (told,) = _tool_messages(scripted.requests[1])
+    assert json.loads(told["content"])["code"] == "invalid_tool_call"
+    assert sha256_of(memory_file(container, uid)) == before
+    # The thread stays usable: the next request carries no unanswered call.
+    scripted.script(Turn(content="hello again"))
+    again = await _chat(container, worker, uid, thread, "hi")
+    assert again.status == "completed" and scripted.refused == []
+
+
+async def test_a_model_that_keeps_cutting_off_ends_the_run_clearly(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI
+) -> None:
+    uid = await make_user(container, memory=True)
+    thread = (await container.services.chat.create_thread(uid)).thread_id
+    before = sha256_of(memory_file(container, uid))
+    scripted.script(*[Turn(tool_calls=[CUT_REMEMBER], finish_reason="length")] * 5)
+    run = await _chat(container, worker, uid, thread, "remember: I drink oolong tea")
+    assert (run.status, run.error_code) == ("failed", "model_output_truncated")
+    assert sha256_of(memory_file(container, uid)) == before
+    scripted.turns.clear()
+    scripted.script(Turn(content="fine now"))
+    after = await _chat(container, worker, uid, thread, "hello?")
+    assert after.status == "completed" and after.output["reply"] == "fine now"
+    assert scripted.refused == []
+
+
+# -- a thread survives the end of a run between a call and its result ---------------------------
+
+
+async def _thread_keeps_working(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI, uid: str, thread: str
+) -> None:
+    scripted.turns.clear()
+    scripted.script(Turn(content="still here"))
+    nxt = await _chat(container, worker, uid, thread, "are you there?")
+    assert nxt.status == "completed", nxt.error_message
+    assert nxt.output["reply"] == "still here"
+    assert scripted.refused == []
+    codes = [json.loads(m["content"]).get("code") for m in _tool_messages(scripted.requests[-1])]
+    assert "tool_call_not_completed" in codes
+    detail = await container.services.chat.get_thread(uid, thread)
+    calls = [c for m in detail.messages for c in m.tool_calls]
+    assert calls and all(c.status != "pending" for c in calls)
+
+
+async def test_a_run_cancelled_between_call_and_result_leaves_a_working_thread(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uid = await make_user(container, memory=True)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    started = asyncio.Event()
+
+    async def hang(**_: Any) -> Any:
+        started.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(container.services.lookback, "search_thread_messages", hang)
+    scripted.script(Turn(tool_calls=[SEARCH], finish_reason="tool_calls"))
+    run, _ = await chat.submit(uid, thread, "search history: oolong")
+    working = asyncio.create_task(worker.run_once())
+    await asyncio.wait_for(started.wait(), 30)
+    await chat.cancel(uid, run.id)
+    await asyncio.wait_for(working, 30)
+    assert (await chat.get_run(uid, run.id)).status == "cancelled"
+    detail = await chat.get_thread(uid, thread)
+    (call,) = [c for m in detail.messages for c in m.tool_calls]
+    assert call.status == "error" and "cancelled" in (call.result or "")
+    monkeypatch.undo()
+    await _thread_keeps_working(container, worker, scripted, uid, thread)
+
+
+async def test_a_run_failed_between_call_and_result_leaves_a_working_thread(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uid = await make_user(container, memory=True)
+    thread = (await container.services.chat.create_thread(uid)).thread_id
+    real = RunService.record_tool_calls
+
+    async def record_then_fail(self: RunService, *args: Any, **kwargs: Any) -> None:
+        await real(self, *args, **kwargs)
+        raise RuntimeError("the database went away after the tool calls were recorded")
+
+    monkeypatch.setattr(RunService, "record_tool_calls", record_then_fail)
+    scripted.script(Turn(tool_calls=[SEARCH], finish_reason="tool_calls"))
+    run = await _chat(container, worker, uid, thread, "search history: oolong")
+    assert (run.status, run.error_code) == ("failed", "run_error")
+    monkeypatch.undo()
+    await _thread_keeps_working(container, worker, scripted, uid, thread)
+
+
+async def test_a_run_stopped_by_its_step_limit_leaves_a_working_thread(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uid = await make_user(container, memory=True)
+    thread = (await container.services.chat.create_thread(uid)).thread_id
+    monkeypatch.setattr("yuxi.runtime.executor.RUN_MAX_STEPS", 7)
+    scripted.script(*[Turn(tool_calls=[SEARCH], finish_reason="tool_calls")] * 10)
+    run = await _chat(container, worker, uid, thread, "search forever")
+    assert (run.status, run.error_code) == ("failed", "run_step_limit")
+    await _thread_keeps_working(container, worker, scripted, uid, thread)
