@@ -23,7 +23,7 @@ from yuxi.settings import Settings
 from yuxi.workspace.filesystem import Workspace
 
 from ..scripted_openai import ScriptedOpenAI, ToolCallScript, Turn, running
-from .factories import make_user, memory_file, sha256_of
+from .factories import make_user, memory_file, sha256_of, sql
 
 CUT_REMEMBER = ToolCallScript("remember_memory", '{"content": "I drink oolo')
 CUT_WRITE = ToolCallScript("write_workspace_file", '{"path": "notes/x.md", "content": "half')
@@ -220,4 +220,35 @@ async def test_a_run_stopped_by_its_step_limit_leaves_a_working_thread(
     scripted.script(*[Turn(tool_calls=[SEARCH], finish_reason="tool_calls")] * 10)
     run = await _chat(container, worker, uid, thread, "search forever")
     assert (run.status, run.error_code) == ("failed", "run_step_limit")
+    await _thread_keeps_working(container, worker, scripted, uid, thread)
+
+
+async def test_a_run_whose_worker_lost_its_lease_leaves_a_working_thread(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uid = await make_user(container, memory=True)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    started = asyncio.Event()
+
+    async def hang(**_: Any) -> Any:
+        started.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(container.services.lookback, "search_thread_messages", hang)
+    scripted.script(Turn(tool_calls=[SEARCH], finish_reason="tool_calls"))
+    run, _ = await chat.submit(uid, thread, "search history: oolong")
+    working = asyncio.create_task(worker.run_once())
+    await asyncio.wait_for(started.wait(), 30)
+    await sql(
+        container,
+        "UPDATE agent_runs SET lease_expires_at = now() - interval '1 second' WHERE id = :id",
+        id=run.id,
+    )
+    await asyncio.wait_for(working, 30)  # the heartbeat sees the lease gone and stops the run
+    assert worker.stats.lost == 1
+    await worker.reconcile()
+    failed = await chat.get_run(uid, run.id)
+    assert (failed.status, failed.error_code) == ("failed", "worker_lease_expired")
+    monkeypatch.undo()
     await _thread_keeps_working(container, worker, scripted, uid, thread)
