@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+import signal
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -81,8 +83,24 @@ async def _serve(container: Container, *, host: str, port: int, banner: str = ""
 
     from yuxi.api.app import create_app
 
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # uvicorn's own handlers re-raise SIGTERM/SIGINT once it has shut down, which kills
+            # the process before the caller's clean-up (stopping the embedded PostgreSQL) runs.
+            # Ours only ask uvicorn to exit (a second Ctrl-C forces it); clean-up then runs.
+            loop = asyncio.get_running_loop()
+            signals = (signal.SIGINT, signal.SIGTERM)
+            for sig in signals:
+                loop.add_signal_handler(sig, self.handle_exit, sig, None)
+            try:
+                yield
+            finally:
+                for sig in signals:
+                    loop.remove_signal_handler(sig)
+
     config = uvicorn.Config(create_app(container), host=host, port=port, log_level="info")
-    server = uvicorn.Server(config)
+    server = Server(config)
     if banner:
         typer.echo(banner)
     await server.serve()
@@ -106,8 +124,6 @@ def serve(host: str | None = None, port: int | None = None) -> None:
 @app.command("worker")
 def worker(count: int = typer.Option(1, min=1, max=64)) -> None:
     """Run workers in this process (alongside or instead of the server's pool)."""
-    import signal
-
     from yuxi.bootstrap import run_workers
 
     async def main(c: Container) -> None:
