@@ -851,3 +851,16 @@ async def test_cleanup_refuses_symlinked_directory(ws: Workspace, tmp_path: Path
     with pytest.raises(SymlinkRefused):
         await ws.cleanup_stale_temp_files("linked")
     assert planted.exists()
+
+
+def test_if_match_uses_the_strong_comparison() -> None:
+    from yuxi.workspace.filesystem import etag_for, if_match_allows
+
+    tag = etag_for(b"memory")
+    assert if_match_allows(tag, tag)
+    assert if_match_allows(f'"other", {tag}', tag)
+    assert if_match_allows("*", tag) and if_match_allows(None, tag)
+    # RFC 9110 §13.1.1: a weak tag never matches, even with an equal opaque part.
+    assert not if_match_allows("W/" + tag, tag)
+    assert not if_match_allows(f'W/"x", W/{tag}', tag)
+    assert not if_match_allows('"stale"', tag)
