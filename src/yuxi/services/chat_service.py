@@ -194,6 +194,10 @@ class ChatService:
                 return existing, False
             if interrupted.status != "interrupted":
                 raise Conflict(f"run is {interrupted.status}, not waiting for approval")
+            # Same rule as a new message: only an active thread runs (a deleted one is gone).
+            thread = await _live_thread(uow, uid, interrupted.conversation_thread_id)
+            if thread.status != "active":
+                raise Conflict("thread is archived; unarchive it to continue")
             run, created = await uow.runs.create_run(
                 uid=uid,
                 thread_id=interrupted.conversation_thread_id,
