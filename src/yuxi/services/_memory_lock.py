@@ -16,44 +16,68 @@ working ``flock``). Not guaranteed: NFS without lock support.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+#: Back-off between attempts on a lock another process holds (seconds, doubling up to the cap).
+_RETRY_FIRST = 0.001
+_RETRY_MAX = 0.05
 
-def _open_and_lock(path: Path) -> int:
+#: Per event loop, per lock file: the asyncio lock that queues this process's own waiters.
+_waiters: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, weakref.WeakValueDictionary[Path, asyncio.Lock]
+] = weakref.WeakKeyDictionary()
+
+
+def _open(path: Path) -> int:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
 
 
-def _unlock(fd: int) -> None:
+def _try_lock(fd: int) -> bool:
     try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _process_lock(path: Path) -> asyncio.Lock:
+    locks = _waiters.setdefault(asyncio.get_running_loop(), weakref.WeakValueDictionary())
+    lock = locks.get(path)
+    if lock is None:
+        lock = locks[path] = asyncio.Lock()
+    return lock
 
 
 @asynccontextmanager
 async def memory_file_lock(workspace_root: Path, workspace_dir_name: str) -> AsyncIterator[None]:
+    """Hold the user's lock file exclusively for the block.
+
+    Waiting never occupies a thread: this process's waiters queue on an :class:`asyncio.Lock`
+    (one per lock file), and the one at the front polls a non-blocking ``flock`` with a short
+    back-off while another process holds it. (A blocking ``flock`` in a worker thread per
+    waiter starved the default thread pool: eight racing editors of one file deadlocked the
+    server, the lock holder waiting for a thread to write with.) Cancelling a waiter is safe at
+    any point; the file descriptor is always closed.
+    """
     path = workspace_root / ".locks" / f"{workspace_dir_name}.memory.lock"
-    acquiring = asyncio.ensure_future(asyncio.to_thread(_open_and_lock, path))
-    try:
-        fd = await asyncio.shield(acquiring)
-    except asyncio.CancelledError:
-        # The thread keeps going and may still get the lock: release it as soon as it does.
-        acquiring.add_done_callback(
-            lambda t: None if t.cancelled() or t.exception() else _unlock(t.result())
-        )
-        raise
-    try:
-        yield
-    finally:
-        await asyncio.to_thread(_unlock, fd)
+    async with _process_lock(path):
+        fd = await asyncio.to_thread(_open, path)
+        try:
+            delay = _RETRY_FIRST
+            while not _try_lock(fd):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX)
+            try:
+                yield
+            finally:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
