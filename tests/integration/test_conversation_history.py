@@ -32,6 +32,7 @@ from yuxi.limits import (
 )
 from yuxi.repositories._history_shape import search_response
 from yuxi.repositories.conversation_repository import NOT_VISIBLE, ConversationRepository
+from yuxi.repositories.tool_call_repository import ToolCallRepository
 from yuxi.utils.json_utils import compact_json
 from yuxi.utils.string_utils import TRUNCATION_MARKER
 
@@ -173,7 +174,7 @@ async def test_no_hidden_place_leaks(container: Container) -> None:
                 main, role="assistant", content=m[f"type_{kind}"], message_type=kind
             )
         answer = await repo.add_message(main, role="assistant", content=f"answer {visible_word}")
-        await repo.add_tool_call(
+        await ToolCallRepository(s).add(
             answer.id,
             tool_call_id="call_1",
             name="lookup",
@@ -454,7 +455,7 @@ async def test_tool_call_budgets(container: Container) -> None:
             msg = await repo.add_message(
                 conv, role="assistant", content="", message_type="tool_call"
             )
-            call = await repo.add_tool_call(
+            call = await ToolCallRepository(s).add(
                 msg.id,
                 tool_call_id=f"call_{i:02d}",
                 name="write_file",
@@ -463,7 +464,7 @@ async def test_tool_call_budgets(container: Container) -> None:
                 status="pending",
             )
             calls.append(call)
-        await repo.finish_tool_call(calls[-1].id, output="done " * 3000, status="success")
+        await ToolCallRepository(s).finish(calls[-1].id, output="done " * 3000, status="success")
         await repo.add_message(conv, role="assistant", content="finished")
     view = await read(container, alice, conv.thread_id, include_tools=True)
     items = view["tool_calls"]
@@ -490,7 +491,7 @@ async def test_tool_call_budgets(container: Container) -> None:
         small = await repo.create_conversation(alice)
         msg = await repo.add_message(small, role="assistant", content="", message_type="tool_call")
         for i in range(11):
-            await repo.add_tool_call(
+            await ToolCallRepository(s).add(
                 msg.id, tool_call_id=f"c{i:02d}", name="t", input={"i": i, "s": "é ü"}
             )
     view = await read(container, alice, small.thread_id, include_tools=True)
@@ -624,7 +625,7 @@ async def test_tool_calls_table_not_queried_unless_asked(container: Container) -
         repo = ConversationRepository(s)
         conv = await repo.create_conversation(alice)
         msg = await repo.add_message(conv, role="assistant", content="tool time")
-        await repo.add_tool_call(msg.id, tool_call_id="c1", name="t", input={"a": 1})
+        await ToolCallRepository(s).add(msg.id, tool_call_id="c1", name="t", input={"a": 1})
 
     statements: list[str] = []
 
@@ -691,6 +692,6 @@ async def test_conversation_crud(container: Container) -> None:
             await repo.set_status(bob, "thread-a", "archived")
         messages = await repo.list_messages(a.id)
         assert [x.content for x in messages] == ["hi"]
-        call = await repo.add_tool_call(msg.id, tool_call_id="c", name="n", input=None)
-        await repo.finish_tool_call(call.id, output="ok", status="success")
+        call = await ToolCallRepository(s).add(msg.id, tool_call_id="c", name="n", input=None)
+        await ToolCallRepository(s).finish(call.id, output="ok", status="success")
         assert call.status == "success" and call.output == "ok"

@@ -12,6 +12,7 @@ from tests.e2e.sse import read_events
 from tests.fixtures_server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.repositories.tool_call_repository import ToolCallRepository
 
 
 async def _say(client: httpx.AsyncClient, thread: str, text: str) -> dict[str, Any]:
@@ -86,7 +87,7 @@ async def test_thread_view_has_tool_calls_and_stays_private(
             message = await repo.add_message(
                 conversation, role="assistant", content="", message_type="tool_call"
             )
-            await repo.add_tool_call(
+            await ToolCallRepository(s).add(
                 message.id,
                 tool_call_id="call-long",
                 name="read_workspace_file",

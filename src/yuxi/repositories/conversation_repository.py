@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
-from yuxi.db.models import Conversation, Message, SubagentThread, ToolCall
+from yuxi.db.models import Conversation, Message, SubagentThread
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import (
     LIST_MAX_CONVERSATIONS,
@@ -104,15 +104,36 @@ class ConversationRepository:
             Conversation.source.in_(tuple(sources)),
         )
         if not include_subagent_children:
-            stmt = stmt.where(
-                ~select(SubagentThread.id)
-                .where(SubagentThread.child_conversation_id == Conversation.id)
-                .exists()
-            )
+            stmt = stmt.where(~q.is_subagent_child())
         stmt = stmt.order_by(Conversation.updated_at.desc(), Conversation.id.desc()).limit(
             _clamp(limit, 1, LIST_MAX_CONVERSATIONS)
         )
         return list((await self.session.execute(stmt)).scalars())
+
+    async def get_owned_chat_thread(self, uid: str, thread_id: str) -> Conversation | None:
+        """The caller's own ordinary thread, as the thread list shows it: source ``chat``, not
+        deleted, not a SubAgent's child (None for anything else, including anyone else's)."""
+        row = await self.session.execute(
+            select(Conversation).where(
+                Conversation.thread_id == thread_id,
+                Conversation.uid == uid,
+                Conversation.status != "deleted",
+                Conversation.source == "chat",
+                ~q.is_subagent_child(),
+            )
+        )
+        return row.scalar_one_or_none()
+
+    async def update_thread_settings(
+        self, conversation: Conversation, *, title: str | None, recall_excluded: bool | None
+    ) -> None:
+        """Set the given fields (``None``: unchanged). ``updated_at`` stays: it is the thread's
+        last activity, which a rename or a recall toggle is not."""
+        if title is not None:
+            conversation.title = title
+        if recall_excluded is not None:
+            conversation.recall_excluded = recall_excluded
+        await self.session.flush()
 
     async def set_status(self, uid: str, thread_id: str, status: str) -> None:
         if status not in CONVERSATION_STATUSES:
@@ -189,81 +210,6 @@ class ConversationRepository:
         set_committed_value(conversation, "updated_at", touched.scalar_one())
         return message
 
-    async def add_tool_call(
-        self,
-        message_id: int,
-        *,
-        tool_call_id: str,
-        name: str,
-        input: Any,
-        output: str | None = None,
-        status: str = "pending",
-        error: str | None = None,
-    ) -> ToolCall:
-        call = ToolCall(
-            message_id=message_id,
-            tool_call_id=tool_call_id,
-            name=name,
-            input=input,
-            output=output,
-            status=status,
-            error=error,
-        )
-        self.session.add(call)
-        await self.session.flush()
-        return call
-
-    async def finish_tool_call(
-        self, tool_call_pk: int, *, output: str | None, status: str, error: str | None = None
-    ) -> None:
-        stmt = (
-            update(ToolCall)
-            .where(ToolCall.id == tool_call_pk)
-            .values(output=output, status=status, error=error)
-            .returning(ToolCall.id)
-        )
-        # Plain values: the default synchronisation updates a loaded ToolCall in memory too.
-        if (await self.session.execute(stmt)).scalar_one_or_none() is None:
-            raise NotFound("tool call not found")
-
-    async def close_pending_tool_calls(self, uid: str, thread_id: str, error: str) -> int:
-        """Mark every still-pending tool call of the user's thread as failed with ``error``
-        (their run ended before they did); the number of calls closed."""
-        thread_messages = (
-            select(Message.id)
-            .join(Conversation, Conversation.id == Message.conversation_id)
-            .where(Conversation.thread_id == thread_id, Conversation.uid == uid)
-        )
-        stmt = (
-            update(ToolCall)
-            .where(ToolCall.status == "pending", ToolCall.message_id.in_(thread_messages))
-            .values(status="error", error=error, output=error)
-            .returning(ToolCall.id)
-            .execution_options(synchronize_session=False)
-        )
-        return len((await self.session.execute(stmt)).scalars().all())
-
-    async def find_thread_tool_call(
-        self, uid: str, thread_id: str, tool_call_id: str
-    ) -> int | None:
-        """The newest ToolCall row with ``tool_call_id`` in the user's thread (its primary key).
-
-        A tool call may have been proposed by an earlier run of the thread (approval → resume).
-        """
-        row = await self.session.execute(
-            select(ToolCall.id)
-            .join(Message, Message.id == ToolCall.message_id)
-            .join(Conversation, Conversation.id == Message.conversation_id)
-            .where(
-                Conversation.thread_id == thread_id,
-                Conversation.uid == uid,
-                ToolCall.tool_call_id == tool_call_id,
-            )
-            .order_by(ToolCall.id.desc())
-            .limit(1)
-        )
-        return row.scalar_one_or_none()
-
     async def list_messages(self, conversation_id: int, *, limit: int = 200) -> list[Message]:
         """The latest ``limit`` messages of a thread, chronological — for the owner's API view.
 
@@ -278,23 +224,6 @@ class ConversationRepository:
         rows = list((await self.session.execute(newest)).scalars())
         rows.reverse()
         return rows
-
-    async def list_tool_calls(self, message_ids: Sequence[int]) -> dict[int, list[ToolCall]]:
-        """The tool calls of the given messages, in one query, grouped by message id (by id).
-
-        For the owner's API view: the caller passes ids from ``list_messages`` of a thread it
-        has already checked ownership of.
-        """
-        ids = list(dict.fromkeys(message_ids))
-        if not ids:
-            return {}
-        stmt = select(ToolCall).where(ToolCall.message_id.in_(ids)).order_by(ToolCall.id)
-        grouped: dict[int, list[ToolCall]] = {}
-        for call in (await self.session.execute(stmt)).scalars():
-            grouped.setdefault(call.message_id, []).append(call)
-        return grouped
-
-    # -- history lookback: search -------------------------------------------------------------
 
     async def search_messages(self, uid: str, query: str, limit: int) -> dict[str, Any]:
         """Literal, case-insensitive substring search over the caller's visible messages.

@@ -209,7 +209,7 @@ class RunService:
                 run_id=identity.run_id,
             )
             for call in calls:
-                await uow.conversations.add_tool_call(
+                await uow.tool_calls.add(
                     message.id,
                     tool_call_id=call.tool_call_id,
                     name=call.name,
@@ -234,11 +234,11 @@ class RunService:
                 run_id=identity.run_id,
                 metadata={"tool_call_id": outcome.tool_call_id, "name": outcome.name},
             )
-            pk = await uow.conversations.find_thread_tool_call(
+            pk = await uow.tool_calls.find_in_thread(
                 identity.uid, identity.thread_id, outcome.tool_call_id
             )
             if pk is not None:
-                await uow.conversations.finish_tool_call(
+                await uow.tool_calls.finish(
                     pk,
                     output=outcome.content,
                     status=outcome.status,
@@ -308,7 +308,7 @@ class RunService:
             if status in ("cancelled", "failed"):
                 # Calls this run proposed but never answered end with it (an interrupted run's
                 # calls stay open: its resume answers them).
-                await uow.conversations.close_pending_tool_calls(
+                await uow.tool_calls.close_pending(
                     identity.uid, identity.thread_id, _not_completed(status, error_code)
                 )
             await uow.commit()
@@ -321,7 +321,7 @@ class RunService:
             if previous is None:
                 return None
             why = _not_completed(previous.status, previous.error_code)
-            await uow.conversations.close_pending_tool_calls(identity.uid, identity.thread_id, why)
+            await uow.tool_calls.close_pending(identity.uid, identity.thread_id, why)
             return why
 
     # -- resume and SubAgents -----------------------------------------------------------------

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.run_event_repository import RunEventRepository
+from yuxi.repositories.tool_call_repository import ToolCallRepository
 from yuxi.repositories.user_repository import UserRepository
 
 __all__ = ["UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
@@ -34,6 +35,7 @@ class UnitOfWork:
     runs: AgentRunRepository
     conversations: ConversationRepository
     events: RunEventRepository
+    tool_calls: ToolCallRepository
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
@@ -46,6 +48,7 @@ class UnitOfWork:
         self.runs = AgentRunRepository(session)
         self.conversations = ConversationRepository(session)
         self.events = RunEventRepository(session)
+        self.tool_calls = ToolCallRepository(session)
         return self
 
     async def __aexit__(

@@ -22,6 +22,7 @@ from langgraph.types import Checkpointer
 from yuxi.agents._ports import LookbackPort, MemoryPort
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.middlewares.memory import create_memory_middleware
+from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL, tainted_memory_write_approval
 from yuxi.agents.middlewares.tool_call_integrity import (
     ToolCallIntegrityMiddleware,
     call_is_unanswered,
@@ -56,8 +57,10 @@ async def build_chatbot_graph(
 
     ``system_prompt`` is the shared context (:func:`build_agent_input_context`). The memory
     switch is re-queried here; when on, the memory middleware adds the memory block and the
-    three memory tools. The generic write/edit tools pause for human approval; the generic tools
-    may touch MEMORY.md only while memory is on. Invoke the graph with ``context=context``.
+    three memory tools. The generic write/edit tools pause for human approval, and so does
+    ``remember_memory`` in a tainted run (after untrusted input; see
+    :mod:`yuxi.agents.middlewares.taint`); the generic tools may touch MEMORY.md only while
+    memory is on. Invoke the graph with ``context=context``.
     """
     if workspace.uid != context.uid:
         raise ValueError("the workspace does not belong to the run's user")
@@ -70,14 +73,18 @@ async def build_chatbot_graph(
     if delegate_tool is not None:
         tools.append(delegate_tool)
     middleware: list[AgentMiddleware[Any, RunIdentity, Any]] = []
-    if memory_middleware is not None:
-        middleware.append(memory_middleware)
     # Approve or reject (the resume API takes nothing else); a call the integrity middleware
     # already answered (cut off, malformed) is never put to a human.
     approval = InterruptOnConfig(allowed_decisions=["approve", "reject"], when=call_is_unanswered)
-    middleware.append(
-        HumanInTheLoopMiddleware(interrupt_on=dict.fromkeys(SENSITIVE_TOOLS, approval))
-    )
+    interrupt_on: dict[str, bool | InterruptOnConfig] = dict.fromkeys(SENSITIVE_TOOLS, approval)
+    if memory_middleware is not None:
+        middleware.append(memory_middleware)
+        # A memory write after untrusted input waits for the user (yuxi.agents.middlewares.taint).
+        tainted = tainted_memory_write_approval()
+        tainted_only = tainted["when"]
+        tainted["when"] = lambda request: call_is_unanswered(request) and tainted_only(request)
+        interrupt_on[REMEMBER_MEMORY_TOOL] = tainted
+    middleware.append(HumanInTheLoopMiddleware(interrupt_on=interrupt_on))
     middleware.append(ToolCallIntegrityMiddleware())
     return create_agent(
         model,
