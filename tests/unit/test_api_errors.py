@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from yuxi import errors
-from yuxi.api.errors import STATUS_BY_CODE, status_for
+from yuxi.api.errors import STATUS_BY_CODE, error_body, status_for
 
 
 def _all_error_classes() -> list[type[errors.YuxiError]]:
@@ -30,6 +30,9 @@ def test_every_error_code_has_a_status() -> None:
     ("error", "status"),
     [
         (errors.PreconditionFailed, 412),
+        (errors.PreconditionRequired, 428),
+        (errors.MemoryConflict, 409),
+        (errors.MemoryQuotaExceeded, 429),
         (errors.ActiveRunExists, 409),
         (errors.Unauthorized, 401),
         (errors.WorkspaceFileNotFound, 404),
@@ -51,3 +54,11 @@ def test_an_unlisted_subclass_gets_its_base_class_status() -> None:
 
     assert status_for(Stale("x")) == 412
     assert status_for(errors.YuxiError("x")) == 400
+
+
+def test_an_errors_details_join_its_code_and_message_in_the_body() -> None:
+    exc = errors.MemoryConflict("changed since", details={"diff": "-a\n+b\n"})
+    assert error_body(exc.code, exc.message, exc.details) == {
+        "error": {"code": "memory_conflict", "message": "changed since", "diff": "-a\n+b\n"}
+    }
+    assert error_body("not_found", "gone") == {"error": {"code": "not_found", "message": "gone"}}

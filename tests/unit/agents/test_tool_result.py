@@ -13,7 +13,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.errors import GraphInterrupt
 
 from yuxi.agents.tools.tool_result import tool_message, tool_outcome
-from yuxi.errors import MemoryConflict
+from yuxi.errors import MemoryConflict, MemoryQuotaExceeded
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,21 @@ async def test_yuxi_error_is_an_error_message() -> None:
         "error": "not found",
     }
     assert await tool_outcome(call) == (json.loads(str(message.content)), True)
+
+
+async def test_an_errors_details_are_told_with_it() -> None:
+    async def call() -> _Result:
+        raise MemoryQuotaExceeded(
+            "quota used", details={"quota_remaining": {"writes": 0, "bytes": 12}}
+        )
+
+    payload, is_error = await tool_outcome(call)
+    assert is_error and payload == {
+        "status": "error",
+        "code": "memory_quota_exceeded",
+        "error": "quota used",
+        "quota_remaining": {"writes": 0, "bytes": 12},
+    }
 
 
 async def test_unexpected_exception_is_storage_unavailable_without_its_text() -> None:
