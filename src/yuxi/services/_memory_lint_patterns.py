@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 
+from yuxi.utils.prompt_framing import find_markup
 from yuxi.utils.unicode_fold import fold_compat
 
 __all__ = ["injection_kinds", "secret_kinds"]
@@ -225,14 +226,10 @@ _TOOL_SYNTAX = re.compile(
     r"|[\"']name[\"']\s*:\s*[\"']" + _AGENT_TOOLS + r"[\"']",
     _I,
 )
-#: Markup of chat templates and of Yuxi's own frames (the ``<`` lookalikes NFKC does not fold,
-#: such as ‹ or 〈, are covered by the framing rule of the prompt itself).
-_MARKUP = re.compile(
-    r"<\s*/?\s*(?:memory_data|system|assistant|tool_calls?|tool_result|tool_response"
-    r"|function_calls?|function_results?|instructions?|im_start|im_end)\b"
-    r"|<\|[a-z_]+\|>|\[/?inst\]|<<\s*/?sys\s*>>",
-    _I,
-)
+#: Chat-template markup that is not tag-shaped; tags themselves (``</memory_data>``, ``<system>``,
+#: ``<|im_start|>``, with every lookalike of ``<``) are the prompt framing's rule, applied below.
+_TEMPLATE_MARKUP = re.compile(r"\[/?inst\]|<<\s*/?sys\s*>>", _I)
+_MARKUP = "prompt markup"
 
 _INJECTION_RULES = (
     _Rule("an instruction to ignore earlier instructions", _IGNORE_EN),
@@ -242,10 +239,13 @@ _INJECTION_RULES = (
     _Rule("text about the agent's own instructions", _META_EN),
     _Rule("text about the agent's own instructions", _META_ZH),
     _Rule("tool-call syntax", _TOOL_SYNTAX),
-    _Rule("prompt markup", _MARKUP),
+    _Rule(_MARKUP, _TEMPLATE_MARKUP),
 )
 
 
 def injection_kinds(text: str) -> list[str]:
     """What in ``text`` reads as an instruction aimed at the agent (kinds, in rule order)."""
-    return _kinds(_INJECTION_RULES, fold_compat(text))
+    kinds = _kinds(_INJECTION_RULES, fold_compat(text))
+    if _MARKUP not in kinds and find_markup(text):
+        kinds.append(_MARKUP)
+    return kinds
