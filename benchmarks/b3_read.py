@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import text
 
 from yuxi.agents.middlewares.memory import render_memory_block
+from yuxi.utils.prompt_framing import new_nonce
 from yuxi.workspace.filesystem import MEMORY_PATH
 
 from ._env import BenchEnv
@@ -52,12 +53,16 @@ async def run_b3(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     async def ours_20k(_: int) -> None:
         snapshot = await memory.load_memory_snapshot(full_uid)
         assert snapshot is not None
-        sizes["ours_20k_block"] = len(render_memory_block(snapshot.text).encode("utf-8"))
+        sizes["ours_20k_block"] = len(
+            render_memory_block(snapshot.text, nonce=new_nonce()).encode("utf-8")
+        )
 
     async def ours_empty(_: int) -> None:
         snapshot = await memory.load_memory_snapshot(empty_uid)
         assert snapshot is not None
-        sizes["ours_empty_block"] = len(render_memory_block(snapshot.text).encode("utf-8"))
+        sizes["ours_empty_block"] = len(
+            render_memory_block(snapshot.text, nonce=new_nonce()).encode("utf-8")
+        )
 
     async def ours_off(_: int) -> None:
         snapshot = await memory.load_memory_snapshot(off_uid)

@@ -88,14 +88,16 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
     )
     middleware = await create_memory_middleware(memory=memory, lookback=lookback, context=ctx)
     assert middleware is not None
-    system_ours = f"{agent_input.system_prompt}\n\n{render_memory_block(middleware.snapshot.text)}"
+    system_ours = f"{agent_input.system_prompt}\n\n{middleware.memory_block}"
     workspace_tools = _tools_json(make_workspace_tools(workspace=workspace, memory=memory))
     memory_tools = _tools_json(list(middleware.tools))
     current = {"role": "user", "content": CURRENT_MESSAGE}
 
     ours_messages = [{"role": "system", "content": system_ours}, current]
     ours = _utf8(ours_messages) + _utf8(workspace_tools + memory_tools)
-    system_no_memory = f"{agent_input.system_prompt}\n\n{render_memory_block('')}"
+    system_no_memory = (
+        f"{agent_input.system_prompt}\n\n{render_memory_block('', nonce=middleware.nonce)}"
+    )
     ours_no_memory = _utf8([{"role": "system", "content": system_no_memory}, current]) + _utf8(
         workspace_tools + memory_tools
     )
@@ -132,7 +134,7 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
         },
         "parts": {
             "system_prompt": len(agent_input.system_prompt.encode("utf-8")),
-            "memory_block": len(render_memory_block(middleware.snapshot.text).encode("utf-8")),
+            "memory_block": len(middleware.memory_block.encode("utf-8")),
             "current_message": _utf8(current),
             "workspace_tool_schemas": _utf8(workspace_tools),
             "memory_tool_schemas": _utf8(memory_tools),

@@ -21,6 +21,9 @@ MEMORY_PROMPT_MAX_BYTES = 24 * KIB
 #: One entry (a blank-line-separated block or one list item) larger than this is linted
 #: ``oversized_entry``: more than one ``remember_memory`` could ever have written at once.
 MEMORY_ENTRY_MAX_BYTES = MEMORY_CONTENT_MAX_BYTES
+#: Candidate pairs of entries the ``near_duplicate`` lint looks at, at most, per lint (a bound
+#: on CPU for a hostile file; ordinary files of the maximum size stay far below).
+MEMORY_LINT_COMPARISONS_MAX = 50_000
 
 # -- memory versions (retention per user, oldest out first; the newest is always kept) ----------
 MEMORY_VERSIONS_KEEP = 100

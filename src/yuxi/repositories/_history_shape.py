@@ -1,5 +1,10 @@
 """Shaping history rows into the bounded tool responses (pure; the rows come from SQL).
 
+Every text that came from a conversation (contents, snippets, titles, tool-call fields) is framed
+by :func:`~yuxi.utils.prompt_framing.neutralize_markup` *before* it is cut to its budget: the
+JSON string is its boundary, and tag-like text inside it is neutralised like memory text in the
+memory block. A cut never creates a tag-like span, and the escapes are counted in the budgets.
+
 Truncation flags: an item gets ``"truncated": true`` when one of its own fields was cut (content,
 snippet, title, tool-call fields); a response gets it when it lost items to a budget, or (read)
 when its title was cut. Nothing is padded with ``"truncated": false`` except the response flag,
@@ -30,6 +35,12 @@ from yuxi.repositories._history_budget import (
     locate_match,
 )
 from yuxi.utils.json_utils import compact_json
+from yuxi.utils.prompt_framing import neutralize_markup, neutralize_with_positions
+
+
+def _framed(value: str | None) -> str | None:
+    return None if value is None else neutralize_markup(value)
+
 
 # -- search ------------------------------------------------------------------------------------
 
@@ -39,14 +50,17 @@ def search_item(row: Any, query: str) -> dict[str, Any]:
     window: str = row.window or ""
     start = int(row.window_start)  # 1-based, like SQL
     hint = int(row.position) - start if row.position else None
+    match_start = locate_match(window, query, hint)
+    safe = neutralize_with_positions(window)
+    match_at = safe.position(match_start)
     snippet, snippet_cut = build_snippet(
-        window,
-        locate_match(window, query, hint),
-        len(query),
+        safe.text,
+        match_at,
+        safe.position(min(match_start + len(query), len(window))) - match_at,
         has_before=start > 1,
         has_after=start - 1 + len(window) < int(row.length),
     )
-    title, title_cut = fit_json_text(row.title or "", TITLE_BYTES)
+    title, title_cut = fit_json_text(neutralize_markup(row.title or ""), TITLE_BYTES)
     item: dict[str, Any] = {
         "thread_id": row.thread_id,
         "title": title,
@@ -72,7 +86,7 @@ def search_response(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def message_item(row: Any) -> dict[str, Any]:
-    content, cut = fit_json_text(row.content or "", READ_MESSAGE_BYTES)
+    content, cut = fit_json_text(neutralize_markup(row.content or ""), READ_MESSAGE_BYTES)
     item: dict[str, Any] = {"message_id": int(row.id), "role": row.role, "content": content}
     if cut:
         item["truncated"] = True
@@ -84,12 +98,12 @@ def tool_call_items(rows: Sequence[Any]) -> tuple[list[dict[str, Any]], bool]:
     items = [
         fit_tool_call(
             {
-                "tool_call_id": row.tool_call_id,
-                "name": row.name,
-                "input": compact_json(row.input),
-                "output": row.output,
+                "tool_call_id": _framed(row.tool_call_id),
+                "name": _framed(row.name),
+                "input": neutralize_markup(compact_json(row.input)),
+                "output": _framed(row.output),
                 "status": row.status,
-                "error": row.error,
+                "error": _framed(row.error),
             },
             TOOL_ITEM_BYTES,
         )
@@ -117,7 +131,7 @@ def read_response(
     the anchor first (no anchor: oldest first), never the anchor (no anchor: never the newest);
     then, if ever needed, the oldest tool calls. ``tool_calls=None`` leaves the key out.
     """
-    shown_title, truncated = fit_json_text(title, TITLE_BYTES)
+    shown_title, truncated = fit_json_text(neutralize_markup(title), TITLE_BYTES)
     truncated = truncated or tools_cut
     messages = [message_item(row) for row in rows]
     kept = [True] * len(messages)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from yuxi.limits import MEMORY_PROMPT_MAX_BYTES
 
-__all__ = ["MemoryEntry", "split_entries"]
+__all__ = ["MemoryEntry", "split_entries", "strip_list_marker"]
 
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 
@@ -74,3 +74,8 @@ def split_entries(text: str, *, window_bytes: int = MEMORY_PROMPT_MAX_BYTES) -> 
             )
         )
     return entries
+
+
+def strip_list_marker(text: str) -> str:
+    """``text`` without the list-item marker that may start it (``- a`` and ``1. a`` → ``a``)."""
+    return _LIST_ITEM.sub("", text, count=1)

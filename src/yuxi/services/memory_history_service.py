@@ -18,7 +18,8 @@ refuse anything here), and a restore or an undo is published through the one loc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from yuxi.db.models import MemoryVersion
@@ -30,9 +31,9 @@ from yuxi.errors import (
     WorkspaceFileNotFound,
 )
 from yuxi.limits import MEMORY_FILE_MAX_BYTES, MEMORY_PROMPT_MAX_BYTES
-from yuxi.services._memory_entries import split_entries
+from yuxi.services._memory_entries import MemoryEntry, split_entries
 from yuxi.services._memory_history import entry_sources, unified_diff
-from yuxi.services._memory_lint import lint_memory
+from yuxi.services._memory_lint import LintFinding, lint_memory
 from yuxi.services._memory_versions import EMPTY_SHA256
 from yuxi.services._memory_writer import LockedMemory, MemoryWriteLock
 from yuxi.services.memory_views import (
@@ -77,11 +78,12 @@ class MemoryHistoryService:
             data = await self._workspace(uid).read_file(MEMORY_PATH, MEMORY_FILE_MAX_BYTES)
         except WorkspaceFileNotFound:
             data = b""
-        entries = split_entries(data.decode("utf-8", errors="replace"))
         async with self._uow() as uow:
             enabled = await uow.users.memory_enabled(uid)
             versions = await uow.memory_versions.list_newest_first(uid)
-            sources = entry_sources(entries, versions)
+            # Splitting up to 100 versions of up to 128 KiB, and the lint, are CPU work: off
+            # the event loop.
+            entries, sources, findings = await asyncio.to_thread(_analyse, data, versions)
             titles = await uow.memory_versions.thread_titles(uid, _thread_ids(sources))
         return MemoryView(
             etag=etag_for(data),
@@ -101,7 +103,7 @@ class MemoryHistoryService:
                 )
                 for entry, source in zip(entries, sources, strict=True)
             ],
-            lint=[LintFindingView(f.code, f.entry_index, f.message) for f in lint_memory(entries)],
+            lint=[LintFindingView(f.code, f.entry_index, f.message) for f in findings],
         )
 
     async def list_versions(self, uid: str) -> MemoryVersionList:
@@ -192,3 +194,11 @@ class MemoryHistoryService:
             data, actor="user", kind=kind, target_version_id=target.version_id
         )
         return MemoryChangeView(version_view(version, {}), etag_for(data))
+
+
+def _analyse(
+    data: bytes, versions: Sequence[MemoryVersion]
+) -> tuple[list[MemoryEntry], list[MemoryVersion | None], list[LintFinding]]:
+    """The entries of the file, the version that last changed each, and the lint findings."""
+    entries = split_entries(data.decode("utf-8", errors="replace"))
+    return entries, entry_sources(entries, versions), lint_memory(entries)

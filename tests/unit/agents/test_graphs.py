@@ -141,8 +141,8 @@ async def test_recall_answers_from_the_memory_block(tmp_path: Path) -> None:
     assert len(prompts) == 2
     for prompt in prompts:
         assert prompt.startswith("You are Yuxi.")
-        assert prompt.index("Be brief.") < prompt.index("<memory_data>")
-        assert prompt.count("</memory_data>") == 1
+        assert prompt.index("Be brief.") < prompt.index('<memory_data nonce="')
+        assert prompt.count('</memory_data nonce="') == 1
 
 
 async def test_correct_search_and_read_reach_the_service(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ SubAgent graphs never construct this middleware.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -39,38 +38,38 @@ from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import UnauthorizedRun
 from yuxi.services.lookback_service import LookbackResult
 from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
+from yuxi.utils.prompt_framing import close_marker, neutralize_markup, new_nonce, open_marker
 
 __all__ = [
+    "MEMORY_DATA_TAG",
     "MEMORY_RULES",
     "MEMORY_TOOL_NAMES",
     "NO_MEMORY_LINE",
     "YuxiMemoryMiddleware",
     "create_memory_middleware",
-    "neutralize_memory_text",
     "render_memory_block",
 ]
 
 MEMORY_TOOL_NAMES = (REMEMBER_MEMORY_TOOL, "search_thread_messages", "read_thread_messages")
 
-MEMORY_DATA_OPEN = "<memory_data>"
-MEMORY_DATA_CLOSE = "</memory_data>"
-
-# "<" that starts anything a reader could take for a memory_data tag: optional whitespace,
-# invisible format characters and slashes between "<" and the name, any letter case.
-_TAG_START = re.compile(r"<(?=[\s/\u200b-\u200f\u2060\ufeff]*memory_data)", re.IGNORECASE)
+#: The name of the memory block's markers (each carries the run's nonce).
+MEMORY_DATA_TAG = "memory_data"
 
 
-def neutralize_memory_text(text: str) -> str:
-    """Escape every ``<`` that would open or close a memory_data tag (``&lt;`` instead)."""
-    return _TAG_START.sub("&lt;", text)
+def render_memory_block(text: str, *, nonce: str) -> str:
+    """The block appended to the system message: the rules, then the data (if any).
 
-
-def render_memory_block(text: str) -> str:
-    """The block appended to the system message: the rules, then the data (if any)."""
+    The data sits between markers that carry ``nonce`` (drawn once per run), and every tag-like
+    start in it is neutralised (:mod:`yuxi.utils.prompt_framing`): memory text can neither
+    close the block nor open another one.
+    """
+    rules = MEMORY_RULES.format(nonce=nonce)
     if not text.strip():
-        return f"{MEMORY_RULES}\n\n{NO_MEMORY_LINE}"
-    body = neutralize_memory_text(text.strip("\n"))
-    return f"{MEMORY_RULES}\n\n{MEMORY_DATA_OPEN}\n{body}\n{MEMORY_DATA_CLOSE}"
+        return f"{rules}\n\n{NO_MEMORY_LINE}"
+    body = neutralize_markup(text.strip("\n"))
+    opening = open_marker(MEMORY_DATA_TAG, nonce)
+    closing = close_marker(MEMORY_DATA_TAG, nonce)
+    return f"{rules}\n\n{opening}\n{body}\n{closing}"
 
 
 def _append_to_system_message(message: SystemMessage | None, block: str) -> SystemMessage:
@@ -89,11 +88,15 @@ def _append_to_system_message(message: SystemMessage | None, block: str) -> Syst
 class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunIdentity, Any]):
     """Adds the memory block to every model call; carries the three memory tools."""
 
-    def __init__(self, *, snapshot: MemorySnapshot, tools: Sequence[BaseTool]) -> None:
+    def __init__(
+        self, *, snapshot: MemorySnapshot, tools: Sequence[BaseTool], nonce: str | None = None
+    ) -> None:
         super().__init__()
         self.snapshot = snapshot
         self.tools = tuple(tools)
-        self.memory_block = render_memory_block(snapshot.text)
+        #: Drawn once per run (the middleware is built once per run): the data's boundary.
+        self.nonce = nonce if nonce is not None else new_nonce()
+        self.memory_block = render_memory_block(snapshot.text, nonce=self.nonce)
 
     def _with_memory(self, request: ModelRequest[RunIdentity]) -> ModelRequest[RunIdentity]:
         """The one helper both the sync and the async path use."""

@@ -55,7 +55,13 @@ __all__ = ["OfflineChatModel"]
 _C = r"\s*[:：]\s*"
 _ECHO_MAX_CHARS = 200
 _STRAY_RESULT = "I received a tool result I did not ask for; ignoring it."
-_MEMORY_BLOCK = re.compile(r"<memory_data>\n?(.*?)\n?</memory_data>", re.DOTALL)
+#: The memory block: markers that carry the run's nonce; only the closing one with the same
+#: nonce ends it (yuxi.utils.prompt_framing).
+_MEMORY_BLOCK = re.compile(
+    r'<memory_data nonce="(?P<nonce>[0-9a-f]+)">\n?(?P<text>.*?)\n?'
+    r'</memory_data nonce="(?P=nonce)">',
+    re.DOTALL,
+)
 
 
 @dataclass(frozen=True)
@@ -165,8 +171,8 @@ def _memory_text(messages: Sequence[BaseMessage]) -> str | None:
     for message in messages:
         if isinstance(message, SystemMessage):
             found = _MEMORY_BLOCK.search(_content_text(message))
-            if found is not None and found[1].strip():
-                return found[1]
+            if found is not None and found["text"].strip():
+                return found["text"]
     return None
 
 
