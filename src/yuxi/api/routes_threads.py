@@ -1,11 +1,11 @@
-"""Threads: create, list, view (with messages), archive, delete."""
+"""Threads: create, list, view (with messages), rename / hide from recall, archive, delete."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
 from yuxi.api.deps import ServicesDep, UidDep
-from yuxi.api.schemas import ThreadCreate, ThreadList
+from yuxi.api.schemas import ThreadCreate, ThreadList, ThreadPatch
 from yuxi.services.chat_views import ThreadDetail, ThreadSummary
 
 router = APIRouter(prefix="/api/v1/threads", tags=["threads"])
@@ -31,6 +31,16 @@ async def list_threads(
 async def get_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> ThreadDetail:
     """The thread and its latest messages; each tool-calling message carries its tool calls."""
     return await services.chat.get_thread(uid, thread_id)
+
+
+@router.patch("/{thread_id}", response_model=ThreadSummary)
+async def update_thread(
+    thread_id: str, body: ThreadPatch, uid: UidDep, services: ServicesDep
+) -> ThreadSummary:
+    """Rename the thread and/or hide it from the history tools (``recall_excluded``)."""
+    return await services.chat.update_thread(
+        uid, thread_id, title=body.title, recall_excluded=body.recall_excluded
+    )
 
 
 @router.post("/{thread_id}/archive", response_model=ThreadSummary)

@@ -42,6 +42,13 @@ class ThreadCreate(Strict):
     title: Text = Field(default="", max_length=TITLE_MAX_CHARS)
 
 
+class ThreadPatch(Strict):
+    """``PATCH /threads/{id}``: the types only; the chat service checks the title's rule."""
+
+    title: str | None = None
+    recall_excluded: bool | None = Field(default=None, strict=True)
+
+
 class ThreadList(BaseModel):
     threads: list[ThreadSummary]
 

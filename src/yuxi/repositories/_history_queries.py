@@ -4,7 +4,8 @@ Visibility is never a Python filter. Every statement here carries the whole rule
 clause, so ``LIMIT`` only ever counts rows the caller may see:
 
 * conversation: ``uid`` = caller, ``status = 'active'``, ``source NOT IN ('agent_call',
-  'agent_evaluation')``, and ``NOT EXISTS`` a ``subagent_threads`` row naming it as the child;
+  'agent_evaluation')``, not ``recall_excluded`` by its owner, and ``NOT EXISTS`` a
+  ``subagent_threads`` row naming it as the child;
 * message: ``uid`` = caller too (the denormalised owner), ``role IN ('user', 'assistant')``,
   ``message_type IN VISIBLE_MESSAGE_TYPES`` and ``NOT IN HIDDEN_MESSAGE_TYPES``.
 
@@ -46,17 +47,22 @@ def escape_like(value: str) -> str:
     )
 
 
-def visible_conversation(uid: str) -> list[ColumnElement[bool]]:
-    is_subagent_child = (
+def is_subagent_child() -> ColumnElement[bool]:
+    """The conversation is a persisted SubAgent thread (a child of another thread)."""
+    return (
         select(SubagentThread.id)
         .where(SubagentThread.child_conversation_id == Conversation.id)
         .exists()
     )
+
+
+def visible_conversation(uid: str) -> list[ColumnElement[bool]]:
     return [
         Conversation.uid == uid,
         Conversation.status == "active",
         Conversation.source.not_in(HIDDEN_SOURCES),
-        ~is_subagent_child,
+        Conversation.recall_excluded.is_(False),
+        ~is_subagent_child(),
     ]
 
 

@@ -104,15 +104,36 @@ class ConversationRepository:
             Conversation.source.in_(tuple(sources)),
         )
         if not include_subagent_children:
-            stmt = stmt.where(
-                ~select(SubagentThread.id)
-                .where(SubagentThread.child_conversation_id == Conversation.id)
-                .exists()
-            )
+            stmt = stmt.where(~q.is_subagent_child())
         stmt = stmt.order_by(Conversation.updated_at.desc(), Conversation.id.desc()).limit(
             _clamp(limit, 1, LIST_MAX_CONVERSATIONS)
         )
         return list((await self.session.execute(stmt)).scalars())
+
+    async def get_owned_chat_thread(self, uid: str, thread_id: str) -> Conversation | None:
+        """The caller's own ordinary thread, as the thread list shows it: source ``chat``, not
+        deleted, not a SubAgent's child (None for anything else, including anyone else's)."""
+        row = await self.session.execute(
+            select(Conversation).where(
+                Conversation.thread_id == thread_id,
+                Conversation.uid == uid,
+                Conversation.status != "deleted",
+                Conversation.source == "chat",
+                ~q.is_subagent_child(),
+            )
+        )
+        return row.scalar_one_or_none()
+
+    async def update_thread_settings(
+        self, conversation: Conversation, *, title: str | None, recall_excluded: bool | None
+    ) -> None:
+        """Set the given fields (``None``: unchanged). ``updated_at`` stays: it is the thread's
+        last activity, which a rename or a recall toggle is not."""
+        if title is not None:
+            conversation.title = title
+        if recall_excluded is not None:
+            conversation.recall_excluded = recall_excluded
+        await self.session.flush()
 
     async def set_status(self, uid: str, thread_id: str, status: str) -> None:
         if status not in CONVERSATION_STATUSES:

@@ -51,6 +51,12 @@ def _check_request_id(request_id: object) -> str:
     return request_id
 
 
+def check_thread_title(value: object) -> str:
+    """A thread title a user sets: stripped, not blank, at most ``TITLE_MAX_CHARS`` characters
+    of storable text (the one rule of a rename)."""
+    return check_text("title", value, max_chars=TITLE_MAX_CHARS, strip=True)
+
+
 async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversation:
     """The caller's own, not deleted thread; anyone else's (or a deleted one) is NotFound."""
     conversation = await uow.conversations.get_owned(uid, thread_id)
@@ -99,6 +105,32 @@ class ChatService:
                 for m in messages
             ],
         )
+
+    async def update_thread(
+        self,
+        uid: str,
+        thread_id: str,
+        *,
+        title: object = None,
+        recall_excluded: object = None,
+    ) -> ThreadSummary:
+        """Rename the caller's ordinary thread and/or hide it from (or show it to) the history
+        tools. At least one field; ``None`` leaves a field as it is. Another user's thread, a
+        deleted one, an agent-call thread or a SubAgent's child is NotFound."""
+        if title is None and recall_excluded is None:
+            raise InvalidArgument("give at least one of title, recall_excluded")
+        new_title = None if title is None else check_thread_title(title)
+        if recall_excluded is not None and not isinstance(recall_excluded, bool):
+            raise InvalidArgument("recall_excluded must be true or false")
+        async with self._uow() as uow:
+            conversation = await uow.conversations.get_owned_chat_thread(uid, thread_id)
+            if conversation is None:
+                raise NotFound("thread not found")
+            await uow.conversations.update_thread_settings(
+                conversation, title=new_title, recall_excluded=recall_excluded
+            )
+            await uow.commit()
+        return thread_summary(conversation)
 
     async def archive_thread(self, uid: str, thread_id: str) -> ThreadSummary:
         return await self._set_thread_status(uid, thread_id, "archived")

@@ -32,12 +32,14 @@ ToolCallStatus = Literal["pending", "success", "error"]
 
 @dataclass(frozen=True)
 class ThreadSummary:
-    """The public shape of a thread (no messages)."""
+    """The public shape of a thread (no messages). ``recall_excluded``: the owner hid it from
+    the history tools (``search_thread_messages`` / ``read_thread_messages``)."""
 
     thread_id: str
     title: str
     status: str
     source: str
+    recall_excluded: bool
     created_at: datetime
     updated_at: datetime
 
@@ -48,6 +50,7 @@ def thread_summary(conversation: Conversation) -> ThreadSummary:
         title=conversation.title,
         status=conversation.status,
         source=conversation.source,
+        recall_excluded=conversation.recall_excluded,
         created_at=conversation.created_at,
         updated_at=conversation.updated_at,
     )
