@@ -189,7 +189,7 @@ export function spliceEntry(file, entry, text) {
   const start = entry.start_line - 1;
   let count = entry.end_line - entry.start_line + 1;
   const current = lines.slice(start, start + count).join('\n');
-  if (current.trim() !== String(entry.text).trim()) return null; // the file is not what we showed
+  if (current.replace(/\r$/gm, '').trim() !== String(entry.text).trim()) return null; // not what we showed
   if (text.trim()) {
     lines.splice(start, count, ...text.replace(/\n+$/, '').split('\n'));
     return lines.join('\n');
