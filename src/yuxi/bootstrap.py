@@ -23,6 +23,7 @@ from yuxi.db.engine import create_engine, create_session_factory, libpq_url
 from yuxi.runtime.agent_runtime import AgentRuntime
 from yuxi.services.chat_service import ChatService
 from yuxi.services.lookback_service import LookbackService
+from yuxi.services.memory_history_service import MemoryHistoryService
 from yuxi.services.memory_service import MemoryService
 from yuxi.services.run_service import RunService
 from yuxi.services.service_set import Services
@@ -95,10 +96,17 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     def workspaces(uid: str) -> Workspace:
         return Workspace(root, uid)
 
-    memory = MemoryService(uow, root, workspaces)
+    memory = MemoryService(
+        uow,
+        root,
+        workspaces,
+        writes_per_run=settings.memory_writes_per_run,
+        bytes_per_run=settings.memory_bytes_per_run,
+    )
     services = Services(
         chat=ChatService(uow),
         memory=memory,
+        memory_history=MemoryHistoryService(uow, root, workspaces),
         lookback=LookbackService(uow),
         users=UserService(uow, workspaces),
         files=WorkspaceFileService(workspaces, memory),

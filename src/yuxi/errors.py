@@ -24,6 +24,7 @@ Three audiences, three kinds of error (kept apart on purpose):
     │                                                             times; an undo after a later
     │                                                             change — told to the model
     │                                                             and to the user alike)
+    ├── PreconditionRequired               precondition_required (HTTP: If-Match is required)
     ├── Unauthorized                       unauthorized          (HTTP: no or a bad token)
     ├── WorkspaceError                     workspace_error
     │   ├── UnsafePath                     unsafe_path           (.., absolute, NUL, backslash)
@@ -87,6 +88,12 @@ class PreconditionFailed(Conflict):
 
 class ActiveRunExists(Conflict):
     code = "active_run_exists"
+
+
+class PreconditionRequired(YuxiError):
+    """A change that must name the version it replaces (``If-Match``) came without one."""
+
+    code = "precondition_required"
 
 
 class Unauthorized(YuxiError):

@@ -115,3 +115,18 @@ def memory_file(c: Container, uid: str) -> Path:
 
 def sha256_of(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+async def make_asked_run(
+    c: Container, uid: str, text: str = "please remember this", *, title: str = ""
+) -> tuple[RunIdentity, int]:
+    """A claimed chat run on a new thread, submitted like a real message: returns its identity
+    and the id of the user message that asked for it."""
+    chat = c.services.chat
+    thread_id = (await chat.create_thread(uid, title=title)).thread_id
+    run, _ = await chat.submit(uid, thread_id, text)
+    claimed = await c.services.runs.claim(run.id)
+    assert claimed is not None
+    (message,) = (await chat.get_thread(uid, thread_id)).messages
+    assert message.role == "user"
+    return claimed.identity, message.message_id

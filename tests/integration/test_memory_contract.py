@@ -4,12 +4,14 @@ The agent unit tests trust ``FakeMemory`` to behave like the service; these test
 earns that trust. Every test runs against both, through the tool adapter (the payload the model
 would see): the snapshot (missing, blank, CJK cut at 24 KiB on a character boundary with the
 note, invalid UTF-8), the switch (off → ``None`` without opening the file; off → a refused
-write) and ``remember_memory``'s add / dedupe / replace / refusal semantics.
+write) and ``remember_memory``'s add / dedupe / replace / refusal semantics, with the
+``version_id`` and ``quota_remaining`` of its results.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -146,12 +148,15 @@ async def test_switch_off_is_none_without_opening_the_file(
 async def test_add_creates_then_appends_and_dedupes(backend: Backend) -> None:
     backend.file.unlink(missing_ok=True)
     first = await backend.remember("  I drink oolong tea  ")
+    version_id = first.pop("version_id")
+    assert re.fullmatch(r"mv_[0-9a-f]{32}", version_id)
     assert first == {
         "status": "updated",
         "path": "/agents/MEMORY.md",
         "size": len(b"I drink oolong tea\n"),
         "start_line": 1,
         "end_line": 1,
+        "quota_remaining": {"writes": 4, "bytes": 8192 - len(b"I drink oolong tea")},
     }
     second = await backend.remember("Lives in 杭州\nPrefers 中文")
     text = backend.file.read_text("utf-8")
@@ -161,6 +166,8 @@ async def test_add_creates_then_appends_and_dedupes(backend: Backend) -> None:
     before = _sha(backend.file)
     again = await backend.remember("Lives   in 杭州\nPrefers 中文")
     assert (again["status"], again["start_line"], again["end_line"]) == ("unchanged", 3, 4)
+    assert "version_id" not in again  # nothing changed, nothing recorded
+    assert again["quota_remaining"] == second["quota_remaining"]  # and nothing was spent
     assert _sha(backend.file) == before
     fragment = await backend.remember("oolong tea")  # a fragment of a longer line is new
     assert fragment["status"] == "updated"

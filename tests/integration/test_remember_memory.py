@@ -39,12 +39,14 @@ async def test_add_creates_then_appends_with_line_numbers(container: Container) 
     uid = await make_user(container)
     run = await make_run(container, uid)
     first = await _remember(container, run, "  I drink oolong tea  ")
+    assert first.pop("version_id").startswith("mv_")
     assert first == {
         "status": "updated",
         "path": "/agents/MEMORY.md",
         "size": len(b"I drink oolong tea\n"),
         "start_line": 1,
         "end_line": 1,
+        "quota_remaining": {"writes": 4, "bytes": 8192 - len(b"I drink oolong tea")},
     }
     second = await _remember(container, run, "Lives in 杭州\nPrefers 中文")
     text = memory_file(container, uid).read_text("utf-8")

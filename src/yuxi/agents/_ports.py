@@ -25,13 +25,23 @@ class MemoryPort(Protocol):
     async def load_memory_snapshot(self, uid: str) -> MemorySnapshot | None: ...
 
     async def remember_memory(
-        self, identity: RunIdentity, content: object, replaces: object = None
+        self,
+        identity: RunIdentity,
+        content: object,
+        replaces: object = None,
+        *,
+        tool_call_id: str | None = None,
     ) -> MemoryWriteResult: ...
 
     async def read_memory_file(self, uid: str) -> tuple[bytes, str]: ...
 
-    async def write_memory_file(
-        self, uid: str, data: bytes, *, if_match: str | None = None
+    async def agent_write_memory_file(
+        self,
+        identity: RunIdentity,
+        data: bytes,
+        *,
+        tool_call_id: str | None = None,
+        if_match: str | None = None,
     ) -> str: ...
 
 

@@ -1,4 +1,5 @@
-"""Tell the user: every error leaves the API as ``{"error": {"code", "message"}}``.
+"""Tell the user: every error leaves the API as ``{"error": {"code", "message"}}`` (plus the
+error's ``details``, e.g. the ``diff`` of a refused undo).
 
 The one place where :class:`yuxi.errors.YuxiError` codes become HTTP status codes.
 """
@@ -6,6 +7,8 @@ The one place where :class:`yuxi.errors.YuxiError` codes become HTTP status code
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,6 +34,7 @@ STATUS_BY_CODE = {
     "conflict": 409,
     "active_run_exists": 409,
     "precondition_failed": 412,
+    "precondition_required": 428,
     "file_too_large": 413,
     "storage_unavailable": 503,
     "configuration_error": 500,
@@ -75,8 +79,10 @@ HTTP_CODES = {
 }
 
 
-def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
-    return {"error": {"code": code, "message": message}}
+def error_body(
+    code: str, message: str, details: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
+    return {"error": {"code": code, "message": message, **(details or {})}}
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -84,7 +90,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _yuxi(_: Request, exc: YuxiError) -> JSONResponse:
         status = status_for(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        return JSONResponse(error_body(exc.code, exc.message), status_code=status, headers=headers)
+        return JSONResponse(
+            error_body(exc.code, exc.message, exc.details), status_code=status, headers=headers
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -49,8 +49,13 @@ _USER_MEMORY_LOCK = text(
 
 @dataclass(frozen=True)
 class MemoryWriteAuthorization:
+    """The gate's answer; when ``ok``, also the run's memory write quota used so far (read
+    under the same ``FOR UPDATE``, so it cannot change before this transaction ends)."""
+
     ok: bool
     reason: str = ""
+    memory_writes: int = 0
+    memory_write_bytes: int = 0
 
 
 class AgentRunRepository:
@@ -314,6 +319,8 @@ class AgentRunRepository:
                     AgentRun.cancel_requested,
                     AgentRun.worker_id,
                     (AgentRun.lease_expires_at > func.now()).label("lease_alive"),
+                    AgentRun.memory_writes,
+                    AgentRun.memory_write_bytes,
                 )
                 .where(AgentRun.id == run_id)
                 .with_for_update()
@@ -334,7 +341,18 @@ class AgentRunRepository:
         for ok, reason in checks:
             if not ok:
                 return MemoryWriteAuthorization(False, reason)
-        return MemoryWriteAuthorization(True)
+        return MemoryWriteAuthorization(True, "", row.memory_writes, row.memory_write_bytes)
+
+    async def count_memory_write(self, run_id: str, added_bytes: int) -> None:
+        """Add one write of ``added_bytes`` to the run's quota used (call under the gate)."""
+        await self.session.execute(
+            update(AgentRun)
+            .where(AgentRun.id == run_id)
+            .values(
+                memory_writes=AgentRun.memory_writes + 1,
+                memory_write_bytes=AgentRun.memory_write_bytes + added_bytes,
+            )
+        )
 
     # -- listing (added for the thread view; kept at the end for an easy merge) ----------------
 

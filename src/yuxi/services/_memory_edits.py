@@ -1,36 +1,62 @@
-"""The user-edit half of MEMORY.md: the file API, the web UI and the generic file tools.
+"""Whole-file writes of MEMORY.md: the owner's (file API, web UI) and an agent's generic file
+tools after approval.
 
-A user's edit is published under exactly the locks ``remember_memory`` takes (the per-uid
-advisory lock, then the per-uid file lock), so neither can lose the other's update; ``If-Match``
-turns a stale edit into :class:`~yuxi.errors.PreconditionFailed` instead of an overwrite.
+Each is published through :class:`~yuxi.services._memory_writer.MemoryWriteLock`, under exactly
+the locks ``remember_memory`` takes, and recorded as a version (``user`` / ``edit`` or
+``delete``; ``agent`` / ``edit`` with the run's provenance). ``If-Match`` turns a stale edit into
+:class:`~yuxi.errors.PreconditionFailed` instead of an overwrite. A write that leaves the bytes
+as they are records nothing.
+
+An agent's write passes the same gate as ``remember_memory``: the run must own a live lease
+(checked under ``FOR UPDATE`` by the database clock) and the switch is read again under the lock.
+The owner's own edits never look at the switch.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from yuxi.errors import InvalidArgument, PreconditionFailed, WorkspaceFileNotFound
+from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
-from yuxi.services._memory_lock import memory_file_lock
+from yuxi.services._memory_writer import LockedMemory, MemoryWriteLock
 from yuxi.services.unit_of_work import UnitOfWorkFactory
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, etag_for, if_match_allows
 
-__all__ = ["UserMemoryEdits"]
+__all__ = ["MemoryFileEdits"]
+
+_STALE = "MEMORY.md changed since you loaded it; reload and re-apply your edit"
 
 
-class UserMemoryEdits:
+def _check_file(data: bytes) -> None:
+    if len(data) > MEMORY_FILE_MAX_BYTES:
+        raise InvalidArgument(
+            f"MEMORY.md may be at most {MEMORY_FILE_MAX_BYTES} bytes, got {len(data)}"
+        )
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidArgument("MEMORY.md must be valid UTF-8") from None
+    if b"\x00" in data:
+        raise InvalidArgument("MEMORY.md must not contain NUL bytes")
+
+
+def _check_if_match(locked: LockedMemory, if_match: str | None) -> None:
+    if not if_match_allows(if_match, locked.current.etag):
+        raise PreconditionFailed(_STALE)
+
+
+class MemoryFileEdits:
     def __init__(
         self,
         uow: UnitOfWorkFactory,
         workspace_root: Path,
         workspace_factory: Callable[[str], Workspace],
     ) -> None:
-        self._uow = uow
-        self._root = workspace_root
         self._workspace = workspace_factory
+        self._lock = MemoryWriteLock(uow, workspace_root, workspace_factory)
 
     async def read(self, uid: str) -> tuple[bytes, str]:
         try:
@@ -39,43 +65,37 @@ class UserMemoryEdits:
             data = b""
         return data, etag_for(data)
 
-    async def write(self, uid: str, data: bytes, *, if_match: str | None) -> str:
-        if len(data) > MEMORY_FILE_MAX_BYTES:
-            raise InvalidArgument(
-                f"MEMORY.md may be at most {MEMORY_FILE_MAX_BYTES} bytes, got {len(data)}"
-            )
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidArgument("MEMORY.md must be valid UTF-8") from None
-        if b"\x00" in data:
-            raise InvalidArgument("MEMORY.md must not contain NUL bytes")
-        async with self._locked(uid, if_match) as workspace:
-            await workspace.replace_authorized_file(MEMORY_PATH, data)
+    async def user_write(self, uid: str, data: bytes, *, if_match: str | None) -> str:
+        _check_file(data)
+        async with self._lock.for_user(uid) as locked:
+            _check_if_match(locked, if_match)
+            if data != locked.current.data or locked.current.truncated:
+                await locked.publish(data, actor="user", kind="edit")
         return etag_for(data)
 
-    async def delete(self, uid: str, *, if_match: str | None) -> None:
-        async with self._locked(uid, if_match) as workspace:
-            with contextlib.suppress(WorkspaceFileNotFound):
-                await workspace.delete_file(MEMORY_PATH)
+    async def user_delete(self, uid: str, *, if_match: str | None) -> None:
+        async with self._lock.for_user(uid) as locked:
+            _check_if_match(locked, if_match)
+            if locked.current.data or locked.current.truncated:
+                await locked.publish(None, actor="user", kind="delete")
+            else:
+                # Already empty: nothing changes that a version could record, but an empty file
+                # that is there still goes.
+                with contextlib.suppress(WorkspaceFileNotFound):
+                    await locked.workspace.delete_file(MEMORY_PATH)
 
-    @asynccontextmanager
-    async def _locked(self, uid: str, if_match: str | None) -> AsyncIterator[Workspace]:
-        """Hold the per-uid advisory lock and file lock; check ``If-Match`` against the file."""
-        workspace = self._workspace(uid)
-        async with self._uow() as uow:
-            await uow.runs.lock_user_memory(uid)
-            async with memory_file_lock(self._root, workspace.directory.name):
-                # No header and "*" match anything: skip reading the current bytes then.
-                if if_match is not None and if_match.strip() != "*":
-                    try:
-                        current = await workspace.read_file(MEMORY_PATH, MEMORY_FILE_MAX_BYTES + 1)
-                    except WorkspaceFileNotFound:
-                        current = b""
-                    if not if_match_allows(if_match, etag_for(current)):
-                        raise PreconditionFailed(
-                            "MEMORY.md changed since you loaded it; reload and re-apply your edit"
-                        )
-                yield workspace
-            # The advisory lock is transaction-scoped: it is released when this block ends,
-            # after the publish above (nothing is written to the database, so no commit).
+    async def agent_write(
+        self,
+        identity: RunIdentity,
+        data: bytes,
+        *,
+        tool_call_id: str | None,
+        if_match: str | None,
+    ) -> str:
+        _check_file(data)
+        async with self._lock.for_agent(identity) as locked:
+            _check_if_match(locked, if_match)
+            if data != locked.current.data or locked.current.truncated:
+                provenance = await locked.agent_provenance(tool_call_id)
+                await locked.publish(data, actor="agent", kind="edit", provenance=provenance)
+        return etag_for(data)

@@ -1,8 +1,11 @@
 """User-level long-term memory: the read side, the one write tool, user edits.
 
 Owner of ``load_memory_prompt`` and ``remember_memory`` (DESIGN.md §2); the history tools are
-:mod:`yuxi.services.lookback_service`, the user-edit half is :mod:`yuxi.services._memory_edits`
-and the pure text rules are :mod:`yuxi.services._memory_text`.
+:mod:`yuxi.services.lookback_service`, the whole-file writes (the owner's, and an agent's generic
+file tools) are :mod:`yuxi.services._memory_edits`, the pure text rules are
+:mod:`yuxi.services._memory_text`, and the versions every write records are
+:mod:`yuxi.services._memory_versions` (read back by
+:mod:`yuxi.services.memory_history_service`).
 
 ``remember_memory`` returns a typed :class:`MemoryWriteResult` or raises a
 :class:`~yuxi.errors.YuxiError` (the tool adapter tells the model; the run goes on). Every refusal
@@ -10,23 +13,28 @@ leaves the file untouched. Storage failures are :class:`~yuxi.errors.StorageUnav
 when the publish already happened and only ending the transaction failed: the file did change,
 so the result says so (``updated``), truthfully.
 
-Every MEMORY.md writer holds, in this order, the per-uid PostgreSQL advisory lock (the authority
-across workers, held until the unit of work ends) and the per-uid file lock (see
-:mod:`yuxi.services._memory_lock`), and publishes by atomic replace.
+Every MEMORY.md writer goes through :mod:`yuxi.services._memory_writer`: it holds, in this order,
+the per-uid PostgreSQL advisory lock (the authority across workers, held until the unit of work
+ends) and the per-uid file lock (see :mod:`yuxi.services._memory_lock`), records the version,
+publishes by atomic replace and commits.
+
+Each run may make at most ``writes_per_run`` memory writes adding at most ``bytes_per_run`` UTF-8
+bytes (the stripped ``content`` of each write that changed the file), counted on the run row
+under the same lock; an ``unchanged`` result costs nothing.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from yuxi.errors import (
-    MemoryDisabled,
+    MemoryQuotaExceeded,
     MemoryTooLarge,
     StorageUnavailable,
     UnauthorizedRun,
@@ -35,13 +43,14 @@ from yuxi.errors import (
 )
 from yuxi.identity import RunIdentity
 from yuxi.limits import (
+    MEMORY_BYTES_PER_RUN,
     MEMORY_CONTENT_MAX_BYTES,
     MEMORY_FILE_MAX_BYTES,
     MEMORY_PROMPT_MAX_BYTES,
     MEMORY_REPLACES_MAX_BYTES,
+    MEMORY_WRITES_PER_RUN,
 )
-from yuxi.services._memory_edits import UserMemoryEdits
-from yuxi.services._memory_lock import memory_file_lock
+from yuxi.services._memory_edits import MemoryFileEdits
 from yuxi.services._memory_text import (
     PROMPT_TRUNCATION_NOTE,
     MemorySnapshot,
@@ -51,6 +60,7 @@ from yuxi.services._memory_text import (
     encode_result,
     snapshot_of,
 )
+from yuxi.services._memory_writer import LockedMemory, MemoryWriteLock
 from yuxi.services.unit_of_work import UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
@@ -61,6 +71,7 @@ __all__ = [
     "MemoryService",
     "MemorySnapshot",
     "MemoryWriteResult",
+    "QuotaRemaining",
 ]
 
 _log = logging.getLogger(__name__)
@@ -72,17 +83,32 @@ _STORAGE_ERRORS = (SQLAlchemyError, OSError, WorkspaceError, TimeoutError)
 
 
 @dataclass(frozen=True)
+class QuotaRemaining:
+    """What the run may still write: memory writes, and UTF-8 bytes of added text."""
+
+    writes: int
+    bytes: int
+
+
+@dataclass(frozen=True)
 class MemoryWriteResult:
-    """What one ``remember_memory`` did to MEMORY.md (1-based inclusive line span)."""
+    """What one ``remember_memory`` did to MEMORY.md (1-based inclusive line span), the run's
+    quota left afterwards and, when it changed the file, the version it recorded."""
 
     status: Literal["updated", "unchanged"]
     path: str
     size: int
     start_line: int
     end_line: int
+    quota_remaining: QuotaRemaining | None = None
+    version_id: str | None = None
 
     def to_payload(self) -> dict[str, Any]:
-        return asdict(self)
+        payload = asdict(self)
+        for optional in ("quota_remaining", "version_id"):
+            if payload[optional] is None:
+                del payload[optional]
+        return payload
 
 
 class MemoryService:
@@ -91,11 +117,17 @@ class MemoryService:
         uow: UnitOfWorkFactory,
         workspace_root: Path,
         workspace_factory: Callable[[str], Workspace] | None = None,
+        *,
+        writes_per_run: int = MEMORY_WRITES_PER_RUN,
+        bytes_per_run: int = MEMORY_BYTES_PER_RUN,
     ) -> None:
         self._uow = uow
         self._root = workspace_root
         self._workspace = workspace_factory or (lambda uid: Workspace(workspace_root, uid))
-        self._edits = UserMemoryEdits(uow, workspace_root, self._workspace)
+        self._lock = MemoryWriteLock(uow, workspace_root, self._workspace)
+        self._edits = MemoryFileEdits(uow, workspace_root, self._workspace)
+        self._writes_per_run = writes_per_run
+        self._bytes_per_run = bytes_per_run
 
     # -- read side ----------------------------------------------------------------------------
 
@@ -132,11 +164,18 @@ class MemoryService:
     # -- the write tool -----------------------------------------------------------------------
 
     async def remember_memory(
-        self, identity: RunIdentity, content: object, replaces: object = None
+        self,
+        identity: RunIdentity,
+        content: object,
+        replaces: object = None,
+        *,
+        tool_call_id: str | None = None,
     ) -> MemoryWriteResult:
         """Add ``content`` (deduplicated by whole lines) or replace the one exact ``replaces``.
 
         Only a lease-holding identity may write; the run row decides under ``FOR UPDATE``.
+        ``tool_call_id`` (the model's call) is recorded on the version with the run's thread
+        and the user message that asked.
         """
         if not identity.holds_lease:
             raise UnauthorizedRun("this run holds no lease and may not write memory")
@@ -148,84 +187,116 @@ class MemoryService:
         )
         published: list[MemoryWriteResult] = []
         try:
-            return await self._locked_remember(identity, text, old, published)
+            async with self._lock.for_agent(identity) as locked:
+                return await self._remember(locked, text, old, tool_call_id, published)
         except _STORAGE_ERRORS as exc:
             _log.warning("remember_memory for %s failed: %r", identity.uid, exc)
             if published:
-                # The publish happened under both locks; only ending the (read-only)
-                # transaction failed. The file did change: say so, truthfully.
-                return published[0]
+                # The publish happened under both locks; only the commit failed. The file did
+                # change: say so, truthfully (its version is recorded as `recovered` by the
+                # next write, so this result names none).
+                return replace(published[0], version_id=None)
             raise StorageUnavailable(
                 "memory storage is unavailable right now; nothing was changed. Try again later."
             ) from None
 
-    async def _locked_remember(
+    async def _remember(
         self,
-        identity: RunIdentity,
+        locked: LockedMemory,
         content: str,
         replaces: str | None,
+        tool_call_id: str | None,
         published: list[MemoryWriteResult],
     ) -> MemoryWriteResult:
-        workspace = self._workspace(identity.uid)
-        async with self._uow() as uow:
-            auth = await uow.runs.lock_memory_write(identity)
-            if not auth.ok:
-                raise UnauthorizedRun(f"this run may not write memory: {auth.reason}")
-            # Re-read the switch under the lock: turning memory off mid-run wins.
-            if not await uow.users.memory_enabled(identity.uid):
-                raise MemoryDisabled("memory is turned off for this user")
-            async with memory_file_lock(self._root, workspace.directory.name):
-                base = await _read_current(workspace)
-                edit = (
-                    apply_add(base, content)
-                    if replaces is None
-                    else apply_replace(base, replaces, content)
-                )
-                data = encode_result(edit.text) if edit.changed else edit.text.encode("utf-8")
-                result = MemoryWriteResult(
-                    status="updated" if edit.changed else "unchanged",
-                    path=MEMORY_DISPLAY_PATH,
-                    size=len(data),
-                    start_line=edit.start_line,
-                    end_line=edit.end_line,
-                )
-                if edit.changed:
-                    await workspace.replace_authorized_file(MEMORY_PATH, data)
-                    published.append(result)
-            # Read-only transaction: leaving the block rolls back and releases the locks.
+        if locked.current.truncated:
+            raise MemoryTooLarge(
+                f"MEMORY.md is larger than {MEMORY_FILE_MAX_BYTES} bytes; ask the user to tidy "
+                "it in the workspace file editor"
+            )
+        base = decode_memory_file(locked.current.data)
+        edit = (
+            apply_add(base, content) if replaces is None else apply_replace(base, replaces, content)
+        )
+        assert locked.auth is not None and locked.identity is not None
+        writes, used = locked.auth.memory_writes, locked.auth.memory_write_bytes
+        if not edit.changed:
+            return MemoryWriteResult(
+                "unchanged",
+                MEMORY_DISPLAY_PATH,
+                len(locked.current.data),
+                edit.start_line,
+                edit.end_line,
+                self._remaining(writes, used),
+            )
+        data = encode_result(edit.text)
+        added = len(content.strip().encode("utf-8"))
+        if writes + 1 > self._writes_per_run or used + added > self._bytes_per_run:
+            raise MemoryQuotaExceeded(
+                f"this run may make {self._writes_per_run} memory writes adding at most "
+                f"{self._bytes_per_run} bytes; {writes} writes and {used} bytes are used, and "
+                f"this one adds {added} bytes. Nothing was written; tell the user.",
+                details={"quota_remaining": asdict(self._remaining(writes, used))},
+            )
+        await locked.uow.runs.count_memory_write(locked.identity.run_id, added)
+        version = await locked.publish(
+            data,
+            actor="agent",
+            kind="add" if replaces is None else "replace",
+            provenance=await locked.agent_provenance(tool_call_id),
+        )
+        result = MemoryWriteResult(
+            "updated",
+            MEMORY_DISPLAY_PATH,
+            len(data),
+            edit.start_line,
+            edit.end_line,
+            self._remaining(writes + 1, used + added),
+            version.version_id,
+        )
+        published.append(result)
         return result
 
-    # -- user edits (file API, UI, generic file tools) ----------------------------------------
+    def _remaining(self, writes: int, used_bytes: int) -> QuotaRemaining:
+        return QuotaRemaining(
+            max(0, self._writes_per_run - writes), max(0, self._bytes_per_run - used_bytes)
+        )
+
+    # -- whole-file writes (file API, UI, generic file tools) ---------------------------------
 
     async def read_memory_file(self, uid: str) -> tuple[bytes, str]:
         """Current bytes and strong ETag of MEMORY.md (missing reads as empty)."""
         return await self._edits.read(uid)
 
     async def write_memory_file(self, uid: str, data: bytes, *, if_match: str | None = None) -> str:
-        """Replace MEMORY.md with a user's edit under the same locks and publish as the tool.
+        """The owner's edit: replace MEMORY.md under the same locks and publish as the tool,
+        recorded as a ``user`` / ``edit`` version. Works whether memory is on or off.
 
         ``if_match`` (an ETag from :meth:`read_memory_file`; ``*`` matches anything) makes a
         stale edit fail with :class:`~yuxi.errors.PreconditionFailed` instead of overwriting
         newer memory. Returns the new ETag. Raises :class:`~yuxi.errors.InvalidArgument` for
         non-UTF-8, NUL or oversize data.
         """
-        return await self._edits.write(uid, data, if_match=if_match)
+        return await self._edits.user_write(uid, data, if_match=if_match)
 
     async def delete_memory_file(self, uid: str, *, if_match: str | None = None) -> None:
-        """Delete MEMORY.md under the same locks (a later remember_memory re-creates it)."""
-        await self._edits.delete(uid, if_match=if_match)
+        """The owner's delete, under the same locks (a later remember_memory re-creates it)."""
+        await self._edits.user_delete(uid, if_match=if_match)
 
+    async def agent_write_memory_file(
+        self,
+        identity: RunIdentity,
+        data: bytes,
+        *,
+        tool_call_id: str | None = None,
+        if_match: str | None = None,
+    ) -> str:
+        """An agent's generic file tool writing MEMORY.md (after the user approved it).
 
-async def _read_current(workspace: Workspace) -> str:
-    try:
-        data, truncated = await workspace.read_authorized_file_prefix(
-            MEMORY_PATH, MEMORY_FILE_MAX_BYTES
+        The same gate as ``remember_memory``: the run must own a live lease and memory must be
+        on, both checked under the lock (:class:`~yuxi.errors.UnauthorizedRun`,
+        :class:`~yuxi.errors.MemoryDisabled`; the file is then unchanged). Recorded as an
+        ``agent`` / ``edit`` version with the run's provenance. Returns the new ETag.
+        """
+        return await self._edits.agent_write(
+            identity, data, tool_call_id=tool_call_id, if_match=if_match
         )
-    except WorkspaceFileNotFound:
-        return ""
-    if truncated:
-        raise MemoryTooLarge(
-            f"MEMORY.md is larger than {MEMORY_FILE_MAX_BYTES} bytes; ask the user to tidy it "
-            "in the workspace file editor"
-        )
-    return decode_memory_file(data)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from yuxi.services.chat_service import ChatService
 from yuxi.services.lookback_service import LookbackService
+from yuxi.services.memory_history_service import MemoryHistoryService
 from yuxi.services.memory_service import MemoryService
 from yuxi.services.run_service import RunService
 from yuxi.services.user_service import UserService
@@ -21,6 +22,7 @@ class Services:
 
     chat: ChatService
     memory: MemoryService
+    memory_history: MemoryHistoryService
     lookback: LookbackService
     users: UserService
     files: WorkspaceFileService

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.repositories.memory_version_repository import MemoryVersionRepository
 from yuxi.repositories.run_event_repository import RunEventRepository
 from yuxi.repositories.user_repository import UserRepository
 
@@ -34,6 +35,7 @@ class UnitOfWork:
     runs: AgentRunRepository
     conversations: ConversationRepository
     events: RunEventRepository
+    memory_versions: MemoryVersionRepository
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
@@ -46,6 +48,7 @@ class UnitOfWork:
         self.runs = AgentRunRepository(session)
         self.conversations = ConversationRepository(session)
         self.events = RunEventRepository(session)
+        self.memory_versions = MemoryVersionRepository(session)
         return self
 
     async def __aexit__(

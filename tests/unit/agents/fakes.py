@@ -3,6 +3,7 @@ capturing offline model. No database anywhere."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,21 @@ from pydantic import BaseModel, Field
 
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.models.offline import OfflineChatModel
-from yuxi.errors import MemoryDisabled, MemoryTooLarge, UnauthorizedRun, WorkspaceFileNotFound
+from yuxi.errors import (
+    MemoryDisabled,
+    MemoryQuotaExceeded,
+    MemoryTooLarge,
+    PreconditionFailed,
+    UnauthorizedRun,
+    WorkspaceFileNotFound,
+)
 from yuxi.limits import (
+    MEMORY_BYTES_PER_RUN,
     MEMORY_CONTENT_MAX_BYTES,
     MEMORY_FILE_MAX_BYTES,
     MEMORY_PROMPT_MAX_BYTES,
     MEMORY_REPLACES_MAX_BYTES,
+    MEMORY_WRITES_PER_RUN,
 )
 from yuxi.services._memory_text import (
     apply_add,
@@ -27,9 +37,9 @@ from yuxi.services._memory_text import (
     snapshot_of,
 )
 from yuxi.services.lookback_service import LookbackResult
-from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
+from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult, QuotaRemaining
 from yuxi.utils.string_utils import check_text
-from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, etag_for
+from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, etag_for, if_match_allows
 
 UID = "user-1"
 CTX = RunIdentity(
@@ -108,7 +118,8 @@ class SpyWorkspace(Workspace):
 class FakeMemory:
     """Same coroutines as MemoryService and LookbackService, no database; records calls.
 
-    The switch is a plain flag and a lease-holding identity is trusted without a run row; the
+    The switch is a plain flag, a lease-holding identity is trusted without a run row, the
+    run's write quota is counted in a dict and versions are only named (``mv_`` ids); the
     rest is the real thing: the snapshot and the add/dedupe/replace edits run the same pure
     functions as :class:`MemoryService` (``yuxi.services._memory_text``), and
     ``tests/integration/test_memory_contract.py`` runs one test suite against both.
@@ -127,6 +138,8 @@ class FakeMemory:
         self.enabled = enabled
         self.remember_result = remember_result
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        #: run id → (memory writes, bytes added) so far.
+        self.quota_used: dict[str, tuple[int, int]] = {}
 
     def calls_to(self, name: str) -> list[dict[str, Any]]:
         return [kwargs for called, kwargs in self.calls if called == name]
@@ -144,7 +157,12 @@ class FakeMemory:
         return snapshot_of(data, truncated)
 
     async def remember_memory(
-        self, identity: RunIdentity, content: object, replaces: object = None
+        self,
+        identity: RunIdentity,
+        content: object,
+        replaces: object = None,
+        *,
+        tool_call_id: str | None = None,
     ) -> MemoryWriteResult:
         self.calls.append(
             (
@@ -157,6 +175,7 @@ class FakeMemory:
                     "worker_id": identity.worker_id,
                     "content": content,
                     "replaces": replaces,
+                    "tool_call_id": tool_call_id,
                 },
             )
         )
@@ -182,15 +201,30 @@ class FakeMemory:
             raise MemoryTooLarge(f"MEMORY.md is larger than {MEMORY_FILE_MAX_BYTES} bytes")
         base = decode_memory_file(data)
         edit = apply_add(base, text) if old is None else apply_replace(base, old, text)
-        out = encode_result(edit.text) if edit.changed else edit.text.encode("utf-8")
-        if edit.changed:
-            await self.workspace.replace_authorized_file(MEMORY_PATH, out)
+        writes, used = self.quota_used.get(identity.run_id, (0, 0))
+        if not edit.changed:
+            return MemoryWriteResult(
+                "unchanged",
+                "/" + MEMORY_PATH,
+                len(data),
+                edit.start_line,
+                edit.end_line,
+                QuotaRemaining(MEMORY_WRITES_PER_RUN - writes, MEMORY_BYTES_PER_RUN - used),
+            )
+        out = encode_result(edit.text)
+        added = len(text.strip().encode("utf-8"))
+        if writes + 1 > MEMORY_WRITES_PER_RUN or used + added > MEMORY_BYTES_PER_RUN:
+            raise MemoryQuotaExceeded("this run has used its memory write quota")
+        await self.workspace.replace_authorized_file(MEMORY_PATH, out)
+        self.quota_used[identity.run_id] = (writes + 1, used + added)
         return MemoryWriteResult(
-            "updated" if edit.changed else "unchanged",
+            "updated",
             "/" + MEMORY_PATH,
             len(out),
             edit.start_line,
             edit.end_line,
+            QuotaRemaining(MEMORY_WRITES_PER_RUN - writes - 1, MEMORY_BYTES_PER_RUN - used - added),
+            "mv_" + uuid.uuid4().hex,
         )
 
     async def search_thread_messages(self, **kwargs: Any) -> LookbackResult:
@@ -228,8 +262,36 @@ class FakeMemory:
             data = b""
         return data, etag_for(data)
 
-    async def write_memory_file(self, uid: str, data: bytes, *, if_match: str | None = None) -> str:
-        self.calls.append(("write_memory_file", {"uid": uid, "data": data, "if_match": if_match}))
+    async def agent_write_memory_file(
+        self,
+        identity: RunIdentity,
+        data: bytes,
+        *,
+        tool_call_id: str | None = None,
+        if_match: str | None = None,
+    ) -> str:
+        self.calls.append(
+            (
+                "agent_write_memory_file",
+                {
+                    "uid": identity.uid,
+                    "run_id": identity.run_id,
+                    "data": data,
+                    "tool_call_id": tool_call_id,
+                    "if_match": if_match,
+                },
+            )
+        )
+        if not identity.holds_lease or identity.uid != self.workspace.uid:
+            raise UnauthorizedRun("this run may not write memory")
+        if not self.enabled:
+            raise MemoryDisabled("memory is turned off for this user")
+        try:
+            current = await self.workspace.read_file(MEMORY_PATH, MEMORY_FILE_MAX_BYTES)
+        except WorkspaceFileNotFound:
+            current = b""
+        if not if_match_allows(if_match, etag_for(current)):
+            raise PreconditionFailed("MEMORY.md changed since it was read")
         await self.workspace.replace_authorized_file(MEMORY_PATH, data)
         return etag_for(data)
 

@@ -104,10 +104,11 @@ async def test_remember_calls_the_service_with_the_run_identity(tmp_path: Path) 
             "worker_id": CTX.worker_id,
             "content": "我喜欢乌龙茶",
             "replaces": None,
+            "tool_call_id": _tool_messages(result)[0].tool_call_id,
         }
     ]
     (tool_message,) = _tool_messages(result)
-    assert tool_message.name == "remember_memory"
+    assert tool_message.name == "remember_memory" and tool_message.tool_call_id
     expected = json.dumps(
         {
             "status": "updated",
@@ -275,9 +276,14 @@ async def test_approved_memory_write_goes_through_the_memory_writer(tmp_path: Pa
         Command(resume={"decisions": [{"type": "approve"}]}), _config(), context=CTX
     )
 
-    assert memory.calls_to("write_memory_file") == [
-        {"uid": CTX.uid, "data": b"- fresh start", "if_match": None}
-    ]
+    (call,) = memory.calls_to("agent_write_memory_file")
+    assert {k: call[k] for k in ("uid", "run_id", "data", "if_match")} == {
+        "uid": CTX.uid,
+        "run_id": CTX.run_id,
+        "data": b"- fresh start",
+        "if_match": None,
+    }
+    assert call["tool_call_id"]  # the approved tool call's id, passed through for provenance
     assert ws.get(MEMORY_PATH) == "- fresh start"
 
 

@@ -221,6 +221,7 @@ async def test_remember_takes_identity_only_from_the_runtime_context(tmp_path: P
             "worker_id": CTX.worker_id,
             "content": "喜欢乌龙茶",
             "replaces": None,
+            "tool_call_id": "call-1",  # the runtime's, passed through for the version
         }
     ]
 

@@ -95,7 +95,7 @@ async def test_write_read_edit_round_trip(tmp_path: Path) -> None:
     edited = await _call(tools["edit_workspace_file"], path="notes/今天.md", old="茶", new="咖啡")
     assert edited["status"] == "edited"
     assert ws.get("notes/今天.md") == "喝咖啡\n"
-    assert memory.calls_to("write_memory_file") == []
+    assert memory.calls_to("agent_write_memory_file") == []
 
 
 async def test_edit_needs_exactly_one_match(tmp_path: Path) -> None:
@@ -159,13 +159,19 @@ async def test_memory_file_goes_through_the_same_lock_writer(tmp_path: Path) -> 
 
     out = await _call(tools["write_workspace_file"], path="agents/MEMORY.md", content="new\n")
     assert out["status"] == "written"
-    assert memory.calls_to("write_memory_file") == [
-        {"uid": CTX.uid, "data": b"new\n", "if_match": None}
+    assert memory.calls_to("agent_write_memory_file") == [
+        {
+            "uid": CTX.uid,
+            "run_id": CTX.run_id,
+            "data": b"new\n",
+            "tool_call_id": "call-1",
+            "if_match": None,
+        }
     ]
 
     out = await _call(tools["edit_workspace_file"], path="/agents/MEMORY.md", old="new", new="old")
     assert out["status"] == "edited"
-    edit_call = memory.calls_to("write_memory_file")[1]
+    edit_call = memory.calls_to("agent_write_memory_file")[1]
     assert edit_call["data"] == b"old\n"
     assert edit_call["if_match"] is not None  # the version just read: no lost update
     assert memory.calls_to("read_memory_file") == [{"uid": CTX.uid}]

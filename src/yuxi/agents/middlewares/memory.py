@@ -137,7 +137,9 @@ def _make_memory_tools(
     ) -> ToolMessage:
         async def call() -> MemoryWriteResult:
             identity = _identity(runtime, bound)
-            return await memory.remember_memory(identity, content, replaces)
+            return await memory.remember_memory(
+                identity, content, replaces, tool_call_id=runtime.tool_call_id
+            )
 
         return await tool_message("remember_memory", runtime, call)
 

@@ -6,7 +6,8 @@ carried by ``ToolMessage.status``; nothing downstream parses the content to lear
 
 * a typed result → ``status="success"``, content = compact JSON of ``result.to_payload()``;
 * any :class:`~yuxi.errors.YuxiError` → ``status="error"``, content =
-  ``{"status": "error", "code": …, "error": …}`` — the model is told, the run goes on;
+  ``{"status": "error", "code": …, "error": …}`` (plus the error's ``details``, e.g. the
+  ``quota_remaining`` of a refused memory write) — the model is told, the run goes on;
 * an unexpected exception → logged, and the same error shape with ``storage_unavailable``
   (its text never reaches the model);
 * LangGraph control flow (:class:`~langgraph.errors.GraphBubbleUp`: interrupts, parent
@@ -44,7 +45,8 @@ class ToolPayload(Protocol):
 
 
 def error_payload(error: YuxiError) -> dict[str, Any]:
-    return {"status": "error", "code": error.code, "error": error.message}
+    """``{"status": "error", "code", "error"}`` plus the error's ``details`` (if any)."""
+    return {"status": "error", "code": error.code, "error": error.message, **error.details}
 
 
 async def tool_outcome(call: Callable[[], Awaitable[ToolPayload]]) -> tuple[dict[str, Any], bool]:

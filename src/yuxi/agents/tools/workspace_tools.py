@@ -7,8 +7,10 @@ absolute paths, no symlinks); every failure is an error ``ToolMessage`` (one ada
 
 ``write_workspace_file`` and ``edit_workspace_file`` are sensitive (:data:`SENSITIVE_TOOLS`): the
 chatbot graph pauses them for human approval. ``remember_memory`` is not on that list. When they
-touch ``agents/MEMORY.md`` they go through :meth:`MemoryService.write_memory_file`, the writer that
-takes the same per-uid lock and publish as ``remember_memory``, so no update is lost. Tools built
+touch ``agents/MEMORY.md`` they go through :meth:`MemoryService.agent_write_memory_file`, the
+writer that takes the same per-uid lock and publish as ``remember_memory``, so no update is lost,
+and the same gate: the run must still own a live lease and memory must still be on when the
+(approved) write lands; it is recorded as a version with the run's provenance. Tools built
 with ``allow_memory_file=False`` (memory off, SubAgents) refuse MEMORY.md altogether, so the
 memory switch and the SubAgent boundary cannot be bypassed through a generic file tool.
 """
@@ -172,7 +174,9 @@ def _write_tool(bound: _Bound) -> BaseTool:
             raise FileTooLarge(f"content is larger than {TOOL_WRITE_MAX_BYTES} bytes")
         try:
             if is_memory:
-                await bound.memory_writer().write_memory_file(identity.uid, data)
+                await bound.memory_writer().agent_write_memory_file(
+                    identity, data, tool_call_id=runtime.tool_call_id
+                )
             else:
                 await bound.workspace.write_file(normalized, data)
         except OSError as exc:
@@ -219,7 +223,9 @@ def _edit_tool(bound: _Bound) -> BaseTool:
                 raise FileTooLarge(f"the edited file would exceed {TOOL_WRITE_MAX_BYTES} bytes")
             if is_memory:
                 # If-Match on the version just read: a concurrent remember_memory is never lost.
-                await bound.memory_writer().write_memory_file(identity.uid, data, if_match=etag)
+                await bound.memory_writer().agent_write_memory_file(
+                    identity, data, tool_call_id=runtime.tool_call_id, if_match=etag
+                )
             else:
                 await bound.workspace.write_file(normalized, data)
         except OSError as exc:

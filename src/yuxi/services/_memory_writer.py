@@ -1,0 +1,153 @@
+"""The one locked write path of MEMORY.md, shared by every writer.
+
+A writer opens :meth:`MemoryWriteLock.for_user` (the owner: file API, UI, restore, undo) or
+:meth:`MemoryWriteLock.for_agent` (a leased run: ``remember_memory``, the generic file tools
+after approval). Either holds, in this order and until it ends:
+
+1. the per-uid PostgreSQL advisory lock (for an agent, taken by
+   ``AgentRunRepository.lock_memory_write``, which also ``SELECT … FOR UPDATE``\\ s the run and
+   checks its lease by the database clock; then the switch is read again: off → refused);
+2. the per-uid file lock (:mod:`yuxi.services._memory_lock`);
+
+and reads the current file. :meth:`LockedMemory.publish` then records the version (flush),
+publishes the file, and the block commits as it ends, still inside both locks. A block that
+published nothing commits nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from yuxi.db.models import MemoryVersion
+from yuxi.errors import MemoryDisabled, UnauthorizedRun, WorkspaceFileNotFound
+from yuxi.identity import RunIdentity
+from yuxi.limits import MEMORY_FILE_MAX_BYTES
+from yuxi.repositories.agent_run_repository import MemoryWriteAuthorization
+from yuxi.services._memory_lock import memory_file_lock
+from yuxi.services._memory_versions import (
+    NO_PROVENANCE,
+    CurrentFile,
+    Provenance,
+    record_change,
+)
+from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
+
+__all__ = ["LockedMemory", "MemoryWriteLock", "read_current_file"]
+
+
+async def read_current_file(workspace: Workspace) -> CurrentFile:
+    try:
+        data, truncated = await workspace.read_authorized_file_prefix(
+            MEMORY_PATH, MEMORY_FILE_MAX_BYTES
+        )
+    except WorkspaceFileNotFound:
+        return CurrentFile(b"")
+    return CurrentFile(data, truncated)
+
+
+@dataclass
+class LockedMemory:
+    """One writer's view of MEMORY.md while it holds the locks."""
+
+    uow: UnitOfWork
+    workspace: Workspace
+    uid: str
+    current: CurrentFile
+    #: For an agent writer: the gate's answer (the run's quota used so far).
+    auth: MemoryWriteAuthorization | None = None
+    identity: RunIdentity | None = None
+    published: list[MemoryVersion] = field(default_factory=list)
+
+    async def agent_provenance(self, tool_call_id: str | None) -> Provenance:
+        """The run, thread, asking user message and tool call of this agent write."""
+        if self.identity is None:
+            return NO_PROVENANCE
+        message_id = await self.uow.memory_versions.asking_message_id(
+            self.uid, self.identity.thread_id
+        )
+        return Provenance(
+            run_id=self.identity.run_id,
+            thread_id=self.identity.thread_id,
+            message_id=message_id,
+            tool_call_id=tool_call_id,
+        )
+
+    async def publish(
+        self,
+        result: bytes | None,
+        *,
+        actor: str,
+        kind: str,
+        provenance: Provenance = NO_PROVENANCE,
+        target_version_id: str | None = None,
+    ) -> MemoryVersion:
+        """Record the version, then replace the file with ``result`` (``None`` deletes it)."""
+        version = await record_change(
+            self.uow,
+            self.uid,
+            self.current,
+            b"" if result is None else result,
+            actor=actor,
+            kind=kind,
+            provenance=provenance,
+            target_version_id=target_version_id,
+        )
+        if result is None:
+            with contextlib.suppress(WorkspaceFileNotFound):
+                await self.workspace.delete_file(MEMORY_PATH)
+        else:
+            await self.workspace.replace_authorized_file(MEMORY_PATH, result)
+        self.published.append(version)
+        return version
+
+
+class MemoryWriteLock:
+    def __init__(
+        self,
+        uow: UnitOfWorkFactory,
+        workspace_root: Path,
+        workspace_factory: Callable[[str], Workspace],
+    ) -> None:
+        self._uow = uow
+        self._root = workspace_root
+        self._workspace = workspace_factory
+
+    @asynccontextmanager
+    async def for_user(self, uid: str) -> AsyncIterator[LockedMemory]:
+        """The owner's write: no switch and no run (the owner may always clean their memory)."""
+        async with self._uow() as uow:
+            await uow.runs.lock_user_memory(uid)
+            async with self._locked(uow, uid) as locked:
+                yield locked
+
+    @asynccontextmanager
+    async def for_agent(self, identity: RunIdentity) -> AsyncIterator[LockedMemory]:
+        """An agent's write: only the lease owner of a live run, only while memory is on."""
+        if not identity.holds_lease:
+            raise UnauthorizedRun("this run holds no lease and may not write memory")
+        async with self._uow() as uow:
+            auth = await uow.runs.lock_memory_write(identity)
+            if not auth.ok:
+                raise UnauthorizedRun(f"this run may not write memory: {auth.reason}")
+            # Re-read the switch under the lock: turning memory off mid-run wins.
+            if not await uow.users.memory_enabled(identity.uid):
+                raise MemoryDisabled("memory is turned off for this user")
+            async with self._locked(uow, identity.uid) as locked:
+                locked.auth, locked.identity = auth, identity
+                yield locked
+
+    @asynccontextmanager
+    async def _locked(self, uow: UnitOfWork, uid: str) -> AsyncIterator[LockedMemory]:
+        workspace = self._workspace(uid)
+        async with memory_file_lock(self._root, workspace.directory.name):
+            locked = LockedMemory(uow, workspace, uid, await read_current_file(workspace))
+            yield locked
+            if locked.published:
+                # Still inside both locks: the version and the file change become visible
+                # together to the next writer (who would otherwise repair the gap).
+                await uow.commit()
