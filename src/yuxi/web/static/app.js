@@ -17,12 +17,11 @@ import { updateComposer, onSend } from './composer.js';
 import { dialogOpen, wireDialog } from './dialog.js';
 import { $ } from './dom.js';
 import {
-  onConflictCopyMine, onConflictKeepMine, onConflictTakeTheirs, onClear, onRawInput, onRawSave,
-  renderRawEditor,
+  onConflictCopyMine, onConflictKeepMine, onClear, onRawInput, onRawSave, renderRawEditor,
 } from './memory_editor.js';
 import { applyFilter, renderMemoryEntries, wireMemoryEntries } from './memory_entries.js';
 import {
-  closeMemoryPanel, onMemoryReload, onMemoryTabKey, onMemoryToggle, renderMemoryMode,
+  closeMemoryPanel, onConflictTakeTheirs, onMemoryReload, onMemoryTabKey, onMemoryToggle, renderMemoryMode,
   renderMemorySwitch, selectMemoryMode, toggleMemoryPanel,
 } from './memory_panel.js';
 import { onStatusUndo } from './memory_store.js';
@@ -91,7 +90,11 @@ function wireDom() {
   $('memory-conflict-take-theirs').addEventListener('click', onConflictTakeTheirs);
   $('memory-conflict-copy').addEventListener('click', onConflictCopyMine);
   document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && !dialogOpen() && !$('memory-panel').hidden) closeMemoryPanel();
+    if (e.key === 'Escape' && !dialogOpen() && !$('memory-panel').hidden) {
+      // cancelled, so that this Escape does not also dismiss the question closing may ask
+      e.preventDefault();
+      closeMemoryPanel();
+    }
   });
 }
 

@@ -139,13 +139,6 @@ export async function onConflictKeepMine() {
   });
 }
 
-/** Take theirs: drop my text and load the current file. */
-export async function onConflictTakeTheirs() {
-  hideConflict();
-  await loadMemory({ discardDraft: true });
-  setMemoryStatus('Loaded the current version; your text was discarded.');
-}
-
 /** Copy mine to the clipboard (falling back to selecting it for a manual copy). */
 export async function onConflictCopyMine() {
   if (!conflict) return;

@@ -124,6 +124,14 @@ export function toggleMemoryPanel() {
   else closeMemoryPanel();
 }
 
+/** The conflict view's "Take theirs": drop my text (draft and entry edit), load the current file. */
+export async function onConflictTakeTheirs() {
+  hideConflict();
+  dropEntryDraft();
+  await loadMemory({ discardDraft: true });
+  setMemoryStatus('Loaded the current version; your text was discarded.');
+}
+
 export async function onMemoryReload() {
   if (!(await mayDiscardEdits('Reloading'))) return;
   hideConflict();
