@@ -434,13 +434,18 @@ async def test_meter_marks_what_the_assistant_does_not_see_and_shows_lint(
     marked = page.locator('[data-testid="memory-entry"][data-in-window="false"]')
     await expect(marked).to_have_count(len(outside))
     await expect(marked.last.get_by_test_id("memory-entry-outside")).to_be_visible()
+    # every finding shows on its entry: outside the window as the entry's mark, others as chips
     for finding in view["lint"]:
-        chip = page.locator(
-            f'[data-testid="memory-entry"][data-index="{finding["entry_index"]}"] '
-            f'[data-testid="memory-lint"][data-code="{finding["code"]}"]'
-        )
-        await expect(chip).to_have_count(1)
+        on_entry = f'[data-testid="memory-entry"][data-index="{finding["entry_index"]}"] '
+        if finding["code"] == "outside_prompt_window":
+            mark = page.locator(on_entry + '[data-testid="memory-entry-outside"]')
+            await expect(mark).to_have_attribute("data-code", "outside_prompt_window")
+            await expect(mark).to_have_text(finding["message"])
+        else:
+            chip = f'[data-testid="memory-lint"][data-code="{finding["code"]}"]'
+            await expect(page.locator(on_entry + chip)).to_have_count(1)
     assert any(f["code"] == "outside_prompt_window" for f in view["lint"])
+    assert "null" not in (await page.get_by_test_id("memory-entries").inner_text())
     await marked.last.scroll_into_view_if_needed()
     await ui.shot("outside-window")
     await api.aclose()

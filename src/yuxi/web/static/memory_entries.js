@@ -29,7 +29,9 @@ export function dropEntryDraft() {
 // -- the meter ------------------------------------------------------------------------------------
 
 function kib(bytes) {
-  const value = Number(bytes) / 1024;
+  const n = Number(bytes) || 0;
+  if (n < 1024) return `${n} bytes`;
+  const value = n / 1024;
   return `${value < 10 && value % 1 ? value.toFixed(1) : Math.round(value)} KiB`;
 }
 
@@ -77,7 +79,8 @@ function sourceLine(source) {
     }
   } else if (source.actor === 'user') {
     line.dataset.actor = 'user';
-    line.append(`edited by you${when ? `, ${when}` : ''}`);
+    const verb = source.kind === 'restore' || source.kind === 'undo' ? 'restored' : 'edited';
+    line.append(`${verb} by you${when ? `, ${when}` : ''}`);
   } else {
     line.dataset.actor = String(source.actor || '');
     line.append(`found in the file${when ? `, ${when}` : ''}`);
@@ -95,6 +98,8 @@ function lintChips(findings) {
   }, MEMORY_LINT_TEXT[f.code] || String(f.code), f.message ? `: ${f.message}` : '')));
 }
 
+const OUTSIDE = 'outside_prompt_window';
+
 function entryCard(entry, findings) {
   const card = el('li', {
     class: 'memory-entry',
@@ -107,14 +112,19 @@ function entryCard(entry, findings) {
   const del = el('button', { type: 'button', class: 'ghost small danger-text', 'data-testid': 'memory-entry-delete' }, 'Delete');
   edit.addEventListener('click', () => startEdit(card, entry));
   del.addEventListener('click', () => deleteEntry(entry));
-  card.append(
+  // being outside the window is said once, as the entry's mark (the lint's words when it has them)
+  const outside = findings.find((f) => f.code === OUTSIDE);
+  const parts = [
     el('div', { class: 'entry-head' }, sourceLine(entry.source), el('span', { class: 'spacer' }), edit, del),
     el('div', { class: 'entry-text', 'data-testid': 'memory-entry-text' }, entry.text),
-    entry.in_prompt_window === false
-      ? el('p', { class: 'entry-outside small', 'data-testid': 'memory-entry-outside' },
-        'Beyond what the assistant sees: it does not know this.')
+    entry.in_prompt_window === false || outside
+      ? el('p', {
+        class: 'entry-outside small', 'data-testid': 'memory-entry-outside', 'data-code': outside ? OUTSIDE : null,
+      }, outside?.message || 'Beyond what the assistant sees: it does not know this.')
       : null,
-    lintChips(findings));
+    lintChips(findings.filter((f) => f.code !== OUTSIDE)),
+  ];
+  card.append(...parts.filter(Boolean));
   return card;
 }
 
