@@ -77,8 +77,16 @@ async def _serve(conn: Connection, database_url: str, data_dir: str) -> None:
     from yuxi.bootstrap import bootstrap
     from yuxi.settings import Settings
 
+    # Each writer appends up to a few dozen entries on one run (reset between runs of the
+    # benchmark): the per-run write quota at its largest, so it never refuses one.
     container = await bootstrap(
-        Settings(database_url=database_url, data_dir=Path(data_dir), db_pool_size=8)
+        Settings(
+            database_url=database_url,
+            data_dir=Path(data_dir),
+            db_pool_size=8,
+            memory_writes_per_run=1000,
+            memory_bytes_per_run=1024 * 1024,
+        )
     )
     memory = container.services.memory
     loop = asyncio.get_running_loop()

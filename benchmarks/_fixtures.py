@@ -5,16 +5,20 @@ from __future__ import annotations
 import os
 import random
 import uuid
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
+from sqlalchemy import update
+
 from yuxi.bootstrap import Container
+from yuxi.db.models import AgentRun
 from yuxi.identity import RunIdentity
 from yuxi.services.run_service import RunService
 
 from .datagen import CJK_WORDS, EN_WORDS
 
-__all__ = ["Identity", "as_kwargs", "make_claimed_run", "make_user"]
+__all__ = ["Identity", "as_kwargs", "make_claimed_run", "make_user", "restore_memory_quota"]
 
 #: Runs live for the whole benchmark: a lease that cannot expire mid-measurement.
 LONG_LEASE_SECONDS = 12 * 3600
@@ -39,6 +43,18 @@ async def make_claimed_run(c: Container, uid: str) -> Identity:
     claimed = await RunService(c.uow, lease_seconds=LONG_LEASE_SECONDS).claim(run.id)
     assert claimed is not None
     return claimed.identity
+
+
+async def restore_memory_quota(c: Container, identities: Iterable[RunIdentity]) -> None:
+    """Give runs their whole per-run memory write quota back (untimed, between rounds): one
+    benchmark writer stands for many agent runs, each of which would have a quota of its own."""
+    run_ids = [identity.run_id for identity in identities]
+    async with c.session_factory() as session, session.begin():
+        await session.execute(
+            update(AgentRun)
+            .where(AgentRun.id.in_(run_ids))
+            .values(memory_writes=0, memory_write_bytes=0)
+        )
 
 
 def as_kwargs(identity: RunIdentity) -> dict[str, str | None]:

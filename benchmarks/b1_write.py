@@ -43,6 +43,7 @@ from ._fixtures import (
     make_user,
     naive_append,
     realistic_memory,
+    restore_memory_quota,
     write_plain,
 )
 from ._runner import interleave
@@ -87,6 +88,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     lock_sql = text("SELECT id FROM agent_runs WHERE id = :id FOR UPDATE")
 
     async def reset(_: int) -> None:
+        await restore_memory_quota(c, [ident])
         await workspace.replace_authorized_file(MEMORY_PATH, base)
         await asyncio.to_thread(write_plain, floor_path, base)
         await asyncio.to_thread(write_plain, naive_path, base)

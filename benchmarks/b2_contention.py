@@ -29,7 +29,14 @@ from yuxi.workspace.filesystem import MEMORY_PATH
 
 from ._b2proc import worker_main
 from ._env import BenchEnv
-from ._fixtures import as_kwargs, count_entries, make_claimed_run, make_user, write_plain
+from ._fixtures import (
+    as_kwargs,
+    count_entries,
+    make_claimed_run,
+    make_user,
+    restore_memory_quota,
+    write_plain,
+)
 from ._stats import rotate, summarize
 
 LEVELS = (1, 2, 4, 8, 16)
@@ -161,6 +168,7 @@ async def _one_run(
             ws = c.workspace(uid)
             await ws.replace_authorized_file(MEMORY_PATH, b"")
         idents = one_runs[:level] if scope == "one_uid" else distinct_runs[:level]
+        await restore_memory_quota(c, idents)
         writers = [
             {"identity": as_kwargs(ident), "contents": contents[w]}
             for w, ident in enumerate(idents)

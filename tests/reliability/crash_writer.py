@@ -21,6 +21,8 @@ from tests.integration.factories import remember
 from yuxi.bootstrap import bootstrap
 from yuxi.settings import Settings
 
+from .support import LARGEST_MEMORY_QUOTA
+
 # Multi-byte text (CJK, accents, an emoji, a right-to-left word) so that a torn write would
 # also show up as invalid UTF-8, plus a varying pad so the published sizes differ.
 _PAYLOAD = "记忆条目 ünïcødé 🙂 שלום"
@@ -47,7 +49,10 @@ def entry_is_intact(line: str) -> bool:
 
 async def main(spec: dict[str, object]) -> None:
     settings = Settings(
-        database_url=str(spec["database_url"]), data_dir=Path(str(spec["data_dir"])), db_pool_size=2
+        database_url=str(spec["database_url"]),
+        data_dir=Path(str(spec["data_dir"])),
+        db_pool_size=2,
+        **LARGEST_MEMORY_QUOTA,
     )
     container = await bootstrap(settings)
     identity = spec["identity"]

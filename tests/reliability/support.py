@@ -19,6 +19,14 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: The per-run memory write quota at its largest: the suite's writers each stand for many agent
+#: runs (hundreds of writes on one run row); the quota has its own boundary tests
+#: (tests/integration/test_memory_quota.py).
+LARGEST_MEMORY_QUOTA: dict[str, Any] = {
+    "memory_writes_per_run": 1000,
+    "memory_bytes_per_run": 1024 * 1024,
+}
 ARTIFACTS = ROOT / "artifacts" / "reliability"
 SUMMARY: list[str] = []
 

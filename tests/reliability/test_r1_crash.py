@@ -87,7 +87,6 @@ async def test_sigkilled_writer_never_tears_memory(container: Container) -> None
     seed = int(os.environ.get("YUXI_R1_SEED", "0")) or time.time_ns()
     rng = random.Random(seed)
     uid = await make_user(container, name="r1")
-    run = await make_run(container, uid, lease_seconds=24 * 3600)
     path = memory_file(container, uid)
     workspace = container.workspace(uid)
     old = path.read_bytes().decode("utf-8")
@@ -104,6 +103,8 @@ async def test_sigkilled_writer_never_tears_memory(container: Container) -> None
         "resets": 0,
     }
     for life in range(kills):
+        # One run per life, as an agent would have: each stays well inside the write quota.
+        run = await make_run(container, uid, lease_seconds=24 * 3600)
         spec = {
             "database_url": container.database_url,
             "data_dir": str(container.settings.data_dir),

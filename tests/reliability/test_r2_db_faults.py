@@ -31,7 +31,7 @@ from yuxi.db.migrate import upgrade_sync
 from yuxi.identity import RunIdentity
 from yuxi.settings import Settings
 
-from .support import ROOT, TIMEOUT, report, scale
+from .support import LARGEST_MEMORY_QUOTA, ROOT, TIMEOUT, report, scale
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 
@@ -251,7 +251,9 @@ async def test_server_stopped_during_writes_then_restarted() -> None:
         url = await _pg("start", pgdata)
         await asyncio.to_thread(upgrade_sync, url)
         container = await bootstrap(
-            Settings(database_url=url, data_dir=base / "data", db_pool_size=4)
+            Settings(
+                database_url=url, data_dir=base / "data", db_pool_size=4, **LARGEST_MEMORY_QUOTA
+            )
         )
         uid = await make_user(container, name="r2b")
         run = await make_run(container, uid, lease_seconds=24 * 3600)
