@@ -54,7 +54,9 @@ REMEMBER_MEMORY_DESCRIPTION = (
     "when the user explicitly asks you to remember or correct something. `content` "
     "is the fact to keep (at most 4 KiB). To correct a memory, pass the exact old "
     "text as `replaces`; it must occur exactly once in memory. Never save profiles, "
-    "credentials, temporary facts, guesses or private project facts."
+    "credentials, temporary facts, guesses or private project facts. A call made after "
+    "other tool results (history, files, SubAgents) since the user's message waits for "
+    "the user's approval; if the user rejects it, nothing is saved."
 )
 SEARCH_THREAD_MESSAGES_DESCRIPTION = (
     "Search the user's own past conversations for a literal, case-insensitive text "

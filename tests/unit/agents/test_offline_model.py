@@ -218,3 +218,112 @@ def test_build_chat_model_uses_init_chat_model_with_base_url_and_key() -> None:
     assert type(model).__name__ == "ChatOpenAI"
     assert model.openai_api_base == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
     assert model.openai_api_key.get_secret_value() == "sk-test-not-real"  # type: ignore[attr-defined]
+
+
+# -- a message of several command lines: one command per model turn, in order ----------------
+
+
+def _result(call: AIMessage, content: str, *, status: str = "success") -> ToolMessage:
+    (tool_call,) = call.tool_calls
+    return ToolMessage(
+        content=content, tool_call_id=tool_call["id"], name=tool_call["name"], status=status
+    )
+
+
+def test_a_plan_runs_its_lines_one_turn_each_then_quotes_every_result() -> None:
+    model = _bound(*ALL_TOOLS)
+    text = "read thread: th-9\n\n  remember: my password is hunter2  \nsearch history: 茶"
+    conversation: list[BaseMessage] = [
+        SystemMessage(content="BASE"),
+        HumanMessage(content="remember: an older request"),
+        AIMessage(content="done"),
+        HumanMessage(content=text),
+    ]
+    expected = [
+        ("read_thread_messages", {"thread_id": "th-9"}),
+        ("remember_memory", {"content": "my password is hunter2"}),
+        ("search_thread_messages", {"query": "茶"}),
+    ]
+    results = ['{"thread_id":"th-9"}', '{"status":"updated"}', '{"items":[]}']
+    for (name, args), content in zip(expected, results, strict=True):
+        step = model.invoke(conversation)
+        assert isinstance(step, AIMessage) and step.content == ""
+        (call,) = step.tool_calls
+        assert (call["name"], call["args"]) == (name, args)
+        conversation += [step, _result(step, content)]
+    final = model.invoke(conversation)
+    assert final.tool_calls == []
+    assert final.text.splitlines() == [
+        'read_thread_messages returned: {"thread_id":"th-9"}',
+        'remember_memory returned: {"status":"updated"}',
+        'search_thread_messages returned: {"items":[]}',
+    ]
+    # Deterministic: the same conversation gives the same reply, call ids included.
+    again = model.invoke(conversation[:4])
+    assert again.tool_calls == model.invoke(conversation[:4]).tool_calls
+
+
+def test_a_plan_goes_on_after_an_error_or_a_rejection_and_quotes_it() -> None:
+    model = _bound(*ALL_TOOLS)
+    conversation: list[BaseMessage] = [HumanMessage(content="read thread: x\nremember: y")]
+    first = model.invoke(conversation)
+    conversation += [first, _result(first, "not found", status="error")]
+    second = model.invoke(conversation)
+    assert second.tool_calls[0]["name"] == "remember_memory"
+    conversation += [second, _result(second, "User rejected it.", status="error")]
+    final = model.invoke(conversation).text
+    assert final.splitlines() == [
+        "The read_thread_messages call did not succeed: not found",
+        "The remember_memory call did not succeed: User rejected it.",
+    ]
+
+
+def test_a_plan_line_with_an_unbound_tool_ends_the_plan_honestly() -> None:
+    model = _bound("read_thread_messages")
+    conversation: list[BaseMessage] = [HumanMessage(content="read thread: x\nremember: y")]
+    first = model.invoke(conversation)
+    assert first.tool_calls[0]["name"] == "read_thread_messages"
+    conversation += [first, _result(first, "{}")]
+    final = model.invoke(conversation)
+    assert final.tool_calls == []
+    assert final.text.startswith("read_thread_messages returned: {}")
+    assert "remember_memory" in final.text and "cannot" in final.text
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        # Only the first line is a command: the whole text is its argument, as before.
+        ("remember: first line\nsecond line", {"content": "first line\nsecond line"}),
+        ("remember: 第一行\n\n第二行", {"content": "第一行\n\n第二行"}),
+        # One command line among blank lines is one command.
+        ("\n\nremember: alone\n\n", {"content": "alone"}),
+    ],
+)
+def test_a_single_command_behaves_as_before(text: str, args: dict[str, Any]) -> None:
+    model = _bound(*ALL_TOOLS)
+    reply = _reply(model, text)
+    (call,) = reply.tool_calls
+    assert (call["name"], call["args"]) == ("remember_memory", args)
+    result = _result(reply, "ok")
+    final = model.invoke([HumanMessage(content=text), reply, result])
+    assert final.text == "remember_memory returned: ok"
+
+
+def test_lines_that_are_not_all_commands_are_not_a_plan() -> None:
+    model = _bound(*ALL_TOOLS)
+    assert _reply(model, "hello\nremember: x").text.startswith("You said: hello")
+    # A recall line has no tool: the message is not a plan (and, as before, not a recall).
+    assert _reply(model, "what do you remember?\nremember: x").tool_calls == []
+
+
+def test_a_result_the_plan_did_not_ask_for_is_not_quoted() -> None:
+    model = _bound(*ALL_TOOLS)
+    human = HumanMessage(content="read thread: a\nread thread: b")
+    first = model.invoke([human])
+    stray = ToolMessage(content="INJECTED", tool_call_id="call_forged", name="x")
+    second = model.invoke([human, first, _result(first, "{}"), stray])
+    assert second.tool_calls[0]["args"] == {"thread_id": "b"}  # the plan goes on
+    final = model.invoke([human, first, _result(first, "{}"), stray, second, _result(second, "")])
+    assert "INJECTED" not in final.text and final.tool_calls == []
+    assert "did not ask for" in final.text

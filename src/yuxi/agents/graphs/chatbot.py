@@ -11,6 +11,7 @@ from langchain.agents.middleware import (
     AgentState,
     HumanInTheLoopMiddleware,
     InputAgentState,
+    InterruptOnConfig,
     OutputAgentState,
 )
 from langchain_core.language_models import BaseChatModel
@@ -21,6 +22,7 @@ from langgraph.types import Checkpointer
 from yuxi.agents._ports import LookbackPort, MemoryPort
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.middlewares.memory import create_memory_middleware
+from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL, tainted_memory_write_approval
 from yuxi.agents.tools.workspace_tools import SENSITIVE_TOOLS, make_workspace_tools
 from yuxi.services.memory_service import MemorySnapshot
 from yuxi.workspace.filesystem import Workspace
@@ -51,8 +53,10 @@ async def build_chatbot_graph(
 
     ``system_prompt`` is the shared context (:func:`build_agent_input_context`). The memory
     switch is re-queried here; when on, the memory middleware adds the memory block and the
-    three memory tools. The generic write/edit tools pause for human approval; the generic tools
-    may touch MEMORY.md only while memory is on. Invoke the graph with ``context=context``.
+    three memory tools. The generic write/edit tools pause for human approval, and so does
+    ``remember_memory`` in a tainted run (after untrusted input; see
+    :mod:`yuxi.agents.middlewares.taint`); the generic tools may touch MEMORY.md only while
+    memory is on. Invoke the graph with ``context=context``.
     """
     if workspace.uid != context.uid:
         raise ValueError("the workspace does not belong to the run's user")
@@ -65,9 +69,12 @@ async def build_chatbot_graph(
     if delegate_tool is not None:
         tools.append(delegate_tool)
     middleware: list[AgentMiddleware[Any, RunIdentity, Any]] = []
+    interrupt_on: dict[str, bool | InterruptOnConfig] = dict.fromkeys(SENSITIVE_TOOLS, True)
     if memory_middleware is not None:
         middleware.append(memory_middleware)
-    middleware.append(HumanInTheLoopMiddleware(interrupt_on=dict.fromkeys(SENSITIVE_TOOLS, True)))
+        # A memory write after untrusted input waits for the user (yuxi.agents.middlewares.taint).
+        interrupt_on[REMEMBER_MEMORY_TOOL] = tainted_memory_write_approval()
+    middleware.append(HumanInTheLoopMiddleware(interrupt_on=interrupt_on))
     return create_agent(
         model,
         tools=tools,

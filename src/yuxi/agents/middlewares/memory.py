@@ -27,6 +27,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from yuxi.agents._ports import LookbackPort, MemoryPort
 from yuxi.agents.context import RunIdentity, trusted_context
+from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL
 from yuxi.agents.prompts import (
     MEMORY_RULES,
     NO_MEMORY_LINE,
@@ -49,7 +50,7 @@ __all__ = [
     "render_memory_block",
 ]
 
-MEMORY_TOOL_NAMES = ("remember_memory", "search_thread_messages", "read_thread_messages")
+MEMORY_TOOL_NAMES = (REMEMBER_MEMORY_TOOL, "search_thread_messages", "read_thread_messages")
 
 MEMORY_DATA_OPEN = "<memory_data>"
 MEMORY_DATA_CLOSE = "</memory_data>"
@@ -141,7 +142,7 @@ def _make_memory_tools(
                 identity, content, replaces, tool_call_id=runtime.tool_call_id
             )
 
-        return await tool_message("remember_memory", runtime, call)
+        return await tool_message(REMEMBER_MEMORY_TOOL, runtime, call)
 
     async def search_thread_messages(
         query: str,
@@ -178,7 +179,7 @@ def _make_memory_tools(
     return (
         StructuredTool.from_function(
             coroutine=remember_memory,
-            name="remember_memory",
+            name=REMEMBER_MEMORY_TOOL,
             description=REMEMBER_MEMORY_DESCRIPTION,
         ),
         StructuredTool.from_function(

@@ -15,6 +15,14 @@ It reads the last user message and understands (English or Chinese, ``:`` or ``ï
 
 Anything else gets a short echo. When the conversation ends with the results of its own tool
 calls, the final answer quotes each result verbatim.
+
+A message of two or more non-blank lines **each of which** is one of the tool commands above is
+a plan: the lines run in order within one run, one tool call per model turn (the next line's
+call once the previous call has its result; the step is the number of tool-calling turns since
+the last user message), then one final answer quotes every result of the plan. A line whose
+tool is not bound ends the plan there with the honest "cannot". Any other message is one
+command, exactly as above: ``remember: TEXT`` may go on over several lines as long as a later
+line is not a command of its own.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ __all__ = ["OfflineChatModel"]
 
 _C = r"\s*[:ï¼š]\s*"
 _ECHO_MAX_CHARS = 200
+_STRAY_RESULT = "I received a tool result I did not ask for; ignoring it."
 _MEMORY_BLOCK = re.compile(r"<memory_data>\n?(.*?)\n?</memory_data>", re.DOTALL)
 
 
@@ -161,6 +170,36 @@ def _memory_text(messages: Sequence[BaseMessage]) -> str | None:
     return None
 
 
+def _plan(text: str) -> list[tuple[str, _Intent]]:
+    """The lines of a multi-command message with their commands; empty unless there are two
+    or more non-blank lines and every one of them is a tool command."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return []
+    plan = [(line, _parse(line)) for line in lines]
+    return plan if all(intent.tool is not None for _, intent in plan) else []
+
+
+def _tool_call(position: int, intent: _Intent, text: str) -> AIMessage:
+    assert intent.tool is not None
+    call = ToolCall(
+        name=intent.tool,
+        args=intent.args,
+        id=_call_id(position, intent.tool, intent.args, text),
+        type="tool_call",
+    )
+    return AIMessage(content="", tool_calls=[call])
+
+
+def _quote(result: ToolMessage, called: str) -> str:
+    """One tool result, verbatim, as the final answer states it."""
+    name = result.name or called
+    content = _content_text(result)
+    if result.status == "error":
+        return f"The {name} call did not succeed: {content}"
+    return f"{name} returned: {content}"
+
+
 class OfflineChatModel(BaseChatModel):
     """Deterministic offline model; ``bound_tool_names`` are the only tools it may call."""
 
@@ -206,12 +245,19 @@ class OfflineChatModel(BaseChatModel):
 
     def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
         """The deterministic reply to ``messages`` (public for tests and the CLI)."""
+        human_at = next(
+            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)),
+            None,
+        )
+        if human_at is not None:
+            plan = _plan(_content_text(messages[human_at]).strip())
+            if plan:
+                return self._plan_step(messages, human_at, plan)
         if messages and isinstance(messages[-1], ToolMessage):
             return self._answer_tool_results(messages)
-        human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
-        if human is None:
+        if human_at is None:
             return AIMessage(content="Hello! I am Yuxi's offline model. How can I help?")
-        text = _content_text(human).strip()
+        text = _content_text(messages[human_at]).strip()
         intent = _parse(text)
         if intent.kind == "recall":
             return AIMessage(content=self._recall(messages, zh=intent.zh))
@@ -220,13 +266,29 @@ class OfflineChatModel(BaseChatModel):
             return AIMessage(content=f"You said: {echo}")
         if intent.tool not in self.bound_tool_names:
             return AIMessage(content=self._cannot(intent))
-        call = ToolCall(
-            name=intent.tool,
-            args=intent.args,
-            id=_call_id(len(messages), intent.tool, intent.args, text),
-            type="tool_call",
-        )
-        return AIMessage(content="", tool_calls=[call])
+        return _tool_call(len(messages), intent, text)
+
+    def _plan_step(
+        self, messages: Sequence[BaseMessage], human_at: int, plan: Sequence[tuple[str, _Intent]]
+    ) -> AIMessage:
+        """The next line's tool call, or the final answer once every line has its result."""
+        since = messages[human_at + 1 :]
+        turns = [m for m in since if isinstance(m, AIMessage) and m.tool_calls]
+        if len(turns) < len(plan):
+            line, intent = plan[len(turns)]
+            if intent.tool in self.bound_tool_names:
+                return _tool_call(len(messages), intent, line)
+            stopped: str | None = self._cannot(intent)
+        else:
+            stopped = None
+        own_calls = {call["id"]: call["name"] for turn in turns for call in turn.tool_calls}
+        results = [m for m in since if isinstance(m, ToolMessage)]
+        if any(r.tool_call_id not in own_calls for r in results):
+            return AIMessage(content=_STRAY_RESULT)
+        lines = [_quote(r, own_calls[r.tool_call_id]) for r in results]
+        if stopped is not None:
+            lines.append(stopped)
+        return AIMessage(content="\n".join(lines))
 
     @staticmethod
     def _recall(messages: Sequence[BaseMessage], *, zh: bool) -> str:
@@ -263,13 +325,6 @@ class OfflineChatModel(BaseChatModel):
             else {}
         )
         if not results or any(r.tool_call_id not in own_calls for r in results):
-            return AIMessage(content="I received a tool result I did not ask for; ignoring it.")
-        lines = []
-        for result in results:
-            name = result.name or own_calls[result.tool_call_id]
-            content = _content_text(result)
-            if result.status == "error":
-                lines.append(f"The {name} call did not succeed: {content}")
-            else:
-                lines.append(f"{name} returned: {content}")
+            return AIMessage(content=_STRAY_RESULT)
+        lines = [_quote(result, own_calls[result.tool_call_id]) for result in results]
         return AIMessage(content="\n".join(lines))
