@@ -1,7 +1,7 @@
-"""The memory its owner can see, trace and undo (issue 11), in a real Chromium against a real
-``yuxi serve``, PostgreSQL and the offline model: write receipts with Undo, the panel as entries
-with their sources, lint and the prompt-window meter, safe editing (confirmed and undoable Clear,
-unsaved edits never dropped silently, a 412 that keeps the typed text) and the history view.
+"""The memory its owner can see and trace (issues 11 and 12), in a real Chromium against a real
+``yuxi serve``, PostgreSQL and the offline model: write receipts with Undo (live and replayed),
+entry sources that open their thread, the approval card of a memory write after untrusted input,
+and the new views at desktop and phone sizes.
 
 Every test ends with ``ui.assert_clean()``: no script error, no console error, no CSP violation,
 nothing fetched from anywhere but the app.
@@ -9,50 +9,15 @@ nothing fetched from anywhere but the app.
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
 import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import UI, send, wait_idle
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.browser.memory_helpers import entry_texts, memory_text, open_app, open_panel, put_memory
+from tests.fixtures_server import LiveServer
 from yuxi.bootstrap import Container
 
 pytestmark = pytest.mark.browser
-
-MEMORY = "/api/v1/workspace/files/agents/MEMORY.md"
-
-
-async def open_app(
-    live_server: LiveServer, container: Container, ui: UI, name: str
-) -> httpx.AsyncClient:
-    _, token = await create_user_with_token(container, name)
-    api = live_server.client(token)
-    assert (await api.put("/api/v1/me/config", json={"enable_memory": True})).status_code == 200
-    await ui.page.goto(f"{live_server.base_url}/?token={token}")
-    await expect(ui.page.get_by_test_id("user-name")).to_have_text(name)
-    return api
-
-
-async def put_memory(api: httpx.AsyncClient, text: str) -> None:
-    current = await api.get(MEMORY)
-    headers = {"If-Match": current.headers["etag"]} if current.status_code == 200 else {}
-    assert (await api.put(MEMORY, content=text.encode(), headers=headers)).status_code == 204
-
-
-async def memory_text(api: httpx.AsyncClient) -> str:
-    got = await api.get(MEMORY)
-    return got.text if got.status_code == 200 else ""
-
-
-def entry_texts(page: Any) -> Any:
-    return page.locator('[data-testid="memory-entry"]:visible [data-testid="memory-entry-text"]')
-
-
-async def open_panel(page: Any) -> None:
-    await page.get_by_test_id("memory-panel-button").click()
-    await expect(page.get_by_test_id("memory-panel")).to_have_attribute("data-loaded", "true")
 
 
 async def test_write_receipt_undo_and_view_in_memory_live_and_replayed(
@@ -80,9 +45,7 @@ async def test_write_receipt_undo_and_view_in_memory_live_and_replayed(
     await expect(page.get_by_test_id("memory-panel")).to_be_visible()
     highlighted = page.locator('[data-testid="memory-entry"][data-highlighted="true"]')
     await expect(highlighted).to_have_count(1)
-    await expect(highlighted.get_by_test_id("memory-entry-text")).to_have_text(
-        "I drink oolong tea"
-    )
+    await expect(highlighted.get_by_test_id("memory-entry-text")).to_have_text("I drink oolong tea")
 
     # a second write; the open panel follows it
     await send(page, "remember: Green tea on Sundays")
@@ -160,9 +123,9 @@ async def test_entry_source_link_opens_the_source_thread_and_edits_say_by_you(
     await send(page, "remember: I keep bees")
     await expect(page.get_by_test_id("memory-receipt")).to_have_count(1)
     await wait_idle(page)
-    source_id = await page.locator('[data-testid="thread-item"][aria-current="true"]').get_attribute(
-        "data-thread-id"
-    )
+    source_id = await page.locator(
+        '[data-testid="thread-item"][aria-current="true"]'
+    ).get_attribute("data-thread-id")
     await page.get_by_test_id("new-thread").click()
     await expect(page.get_by_test_id("thread-item")).to_have_count(2)
     await send(page, "hello")
@@ -215,238 +178,115 @@ async def test_entry_source_link_opens_the_source_thread_and_edits_say_by_you(
     ui.assert_clean()
 
 
-async def test_clear_asks_first_and_is_undoable(
+async def test_tainted_remember_waits_for_approval_then_shows_a_receipt(
     live_server: LiveServer, container: Container, ui: UI
 ) -> None:
     page = ui.page
-    api = await open_app(live_server, container, ui, "cleo")
-    original = "I drink oolong tea\n\n- Green tea on Sundays\n- 周末喝绿茶\n"
-    await put_memory(api, original)
-    await open_panel(page)
-    await expect(entry_texts(page)).to_have_text(
-        ["I drink oolong tea", "- Green tea on Sundays", "- 周末喝绿茶"]
+    api = await open_app(live_server, container, ui, "gus")
+    await send(page, "my old note: I like jasmine tea")
+    await wait_idle(page)
+    old_thread = await page.locator(
+        '[data-testid="thread-item"][aria-current="true"]'
+    ).get_attribute("data-thread-id")
+    await page.get_by_test_id("new-thread").click()
+    await expect(page.get_by_test_id("thread-item")).to_have_count(2)
+
+    # one message: read another thread, then remember → the write waits for the user
+    await send(page, f"read thread: {old_thread}\nremember: I like jasmine tea")
+    card = page.locator('[data-testid="approval-card"][data-state="pending"]')
+    await expect(card).to_be_visible()
+    action = card.get_by_test_id("approval-action")
+    await expect(action).to_have_attribute("data-kind", "memory")
+    await expect(action.get_by_test_id("approval-tool")).to_have_text("remember_memory")
+    await expect(action.get_by_test_id("approval-memory-content")).to_have_text(
+        "I like jasmine tea"
     )
-
-    # the filter narrows the list
-    await page.get_by_test_id("memory-filter").fill("TEA")
-    await expect(entry_texts(page)).to_have_text(["I drink oolong tea", "- Green tea on Sundays"])
-    await expect(page.get_by_test_id("memory-filter-count")).to_have_text("2 of 3")
-    await page.get_by_test_id("memory-filter").fill("")
-    await expect(entry_texts(page)).to_have_count(3)
-
-    # -- Clear asks in the page; Cancel keeps everything --------------------------------------
-    dialog = page.get_by_test_id("confirm-dialog")
-    await page.get_by_test_id("memory-clear").click()
-    await expect(dialog).to_be_visible()
-    await expect(page.get_by_test_id("confirm-title")).to_have_text("Clear your memory?")
-    await ui.shot("clear-confirm")
-    await page.get_by_test_id("confirm-cancel").click()
-    await expect(dialog).to_be_hidden()
-    await expect(entry_texts(page)).to_have_count(3)
-    assert await memory_text(api) == original
-    # Escape is a "no" as well
-    await page.get_by_test_id("memory-clear").click()
-    await expect(dialog).to_be_visible()
-    await page.keyboard.press("Escape")
-    await expect(dialog).to_be_hidden()
-    await expect(page.get_by_test_id("memory-panel")).to_be_visible()
-    assert await memory_text(api) == original
-
-    # -- confirmed: the file is empty, and an Undo is offered --------------------------------
-    await page.get_by_test_id("memory-clear").click()
-    await page.get_by_test_id("confirm-ok").click()
-    await expect(page.get_by_test_id("memory-status")).to_contain_text("Cleared")
-    await expect(entry_texts(page)).to_have_count(0)
-    await expect(page.get_by_test_id("memory-entries-empty")).to_be_visible()
-    assert await memory_text(api) == ""
-    undo = page.get_by_test_id("memory-status-undo")
-    await expect(undo).to_be_visible()
-    await ui.shot("cleared")
-    await undo.click()
-    await expect(page.get_by_test_id("memory-status")).to_contain_text("Clear undone")
-    await expect(entry_texts(page)).to_have_text(
-        ["I drink oolong tea", "- Green tea on Sundays", "- 周末喝绿茶"]
+    await expect(action.get_by_test_id("approval-memory-replaces")).to_have_count(0)
+    await expect(action.get_by_test_id("approval-reason")).to_contain_text(
+        "read other conversations or files before asking to remember"
     )
-    assert await memory_text(api) == original
-    await expect(undo).to_be_hidden()
+    await expect(page.get_by_test_id("memory-receipt")).to_have_count(0)
+    await expect(page.get_by_test_id("send")).to_be_disabled()
+    assert await memory_text(api) == ""  # nothing written before the approval
+    await ui.shot("memory-approval-card")
 
-    # the history tells the story: cleared by you, then undone
-    await page.get_by_test_id("memory-tab-history").click()
-    kinds = page.locator('[data-testid="memory-version"]')
-    await expect(kinds.first).to_have_attribute("data-kind", "undo")
-    await expect(kinds.nth(1)).to_have_attribute("data-actor", "user")
-    await ui.shot("history-after-undo")
+    await card.get_by_test_id("approve").click()
+    receipt = page.get_by_test_id("memory-receipt")
+    await expect(receipt).to_have_count(1)
+    await expect(receipt.get_by_test_id("memory-receipt-text")).to_have_text(
+        "Saved to memory: «I like jasmine tea»"
+    )
+    await expect(page.locator('[data-testid="approval-card"]')).to_have_attribute(
+        "data-state", "approved"
+    )
+    await wait_idle(page)
+    assert await memory_text(api) == "I like jasmine tea\n"
+    await ui.shot("approved-receipt")
+
+    # replayed after a reload, from the stored tool call the resumed run finished
+    await page.reload()
+    await expect(page.get_by_test_id("transcript")).to_have_attribute("data-ready", "true")
+    await expect(receipt).to_have_count(1)
+    await expect(receipt).to_have_attribute("data-state", "saved")
+
+    # a correction asked for after reading: the card shows both texts; Reject writes nothing
+    await send(
+        page, f"read thread: {old_thread}\ncorrect memory: I like jasmine tea => I like green tea"
+    )
+    card = page.locator('[data-testid="approval-card"][data-state="pending"]')
+    await expect(card.get_by_test_id("approval-memory-content")).to_have_text("I like green tea")
+    await expect(card.get_by_test_id("approval-memory-replaces")).to_have_text("I like jasmine tea")
+    await card.get_by_test_id("reject").click()
+    await expect(
+        page.locator('[data-testid="approval-card"][data-state="rejected"]')
+    ).to_have_count(1)
+    await wait_idle(page)
+    await expect(receipt).to_have_count(1)
+    assert await memory_text(api) == "I like jasmine tea\n"
     await api.aclose()
     ui.assert_clean()
 
 
-async def test_unsaved_edits_are_kept_until_the_user_lets_them_go(
+async def test_receipt_entries_and_history_fit_a_desktop_and_a_phone(
     live_server: LiveServer, container: Container, ui: UI
 ) -> None:
+    """The three new views at 1280x800 and 390x844: nothing wider than the screen, the panel's
+    controls reachable. Their screenshots are the ones the issue's closing note describes."""
     page = ui.page
-    api = await open_app(live_server, container, ui, "dora")
-    await put_memory(api, "I drink oolong tea\n")
-    await open_panel(page)
-    await page.get_by_test_id("memory-tab-raw").click()
-    text = page.get_by_test_id("memory-text")
-    await expect(text).to_have_value("I drink oolong tea\n")
-    dirty = page.get_by_test_id("memory-dirty")
-    await expect(dirty).to_be_hidden()
-
-    # -- a dirty draft: closing asks first; "Keep editing" keeps it ---------------------------
-    typed = "I drink oolong tea\nI take it without sugar 不加糖\n"
-    await text.fill(typed)
-    await expect(dirty).to_be_visible()
-    await page.get_by_test_id("memory-close").click()
-    await expect(page.get_by_test_id("confirm-dialog")).to_be_visible()
-    await ui.shot("close-asks")
-    await page.get_by_test_id("confirm-cancel").click()
-    await expect(page.get_by_test_id("memory-panel")).to_be_visible()
-    await expect(text).to_have_value(typed)
-    # Escape on the panel asks the same question
-    await text.press("Escape")
-    await expect(page.get_by_test_id("confirm-dialog")).to_be_visible()
-    await page.get_by_test_id("confirm-cancel").click()
-    await expect(text).to_have_value(typed)
-
-    # -- the file changed meanwhile: Save is refused, the typed text stays beside it -----------
-    theirs = "I drink oolong tea\n\nGreen tea on Sundays\n"
-    await put_memory(api, theirs)
-    await page.get_by_test_id("memory-save").click()
-    conflict = page.get_by_test_id("memory-conflict")
-    await expect(conflict).to_be_visible()
-    await expect(page.get_by_test_id("memory-conflict-mine")).to_have_value(typed)
-    await expect(page.get_by_test_id("memory-conflict-theirs")).to_have_value(theirs)
-    await expect(text).to_have_value(typed)
-    await expect(dirty).to_be_visible()
-    assert await memory_text(api) == theirs
-    await ui.shot("conflict-keeps-typed-text")
-
-    # Keep mine writes it deliberately; that write is undoable
-    await page.get_by_test_id("memory-conflict-keep-mine").click()
-    await expect(conflict).to_be_hidden()
-    await expect(page.get_by_test_id("memory-status")).to_contain_text("Saved your version")
-    await expect(dirty).to_be_hidden()
-    assert await memory_text(api) == typed
-    await page.get_by_test_id("memory-status-undo").click()
-    await expect(text).to_have_value(theirs)
-    assert await memory_text(api) == theirs
-
-    # -- an entry edit refused the same way keeps its text too ---------------------------------
-    await page.get_by_test_id("memory-tab-entries").click()
-    entry = page.get_by_test_id("memory-entry").nth(1)
-    await entry.get_by_test_id("memory-entry-edit").click()
-    await entry.get_by_test_id("memory-entry-editor").fill("Jasmine tea on Sundays")
-    await put_memory(api, theirs + "\nHoney on Fridays\n")
-    await entry.get_by_test_id("memory-entry-save").click()
-    await expect(conflict).to_be_visible()
-    await expect(page.get_by_test_id("memory-conflict-mine")).to_have_value(
-        "I drink oolong tea\n\nJasmine tea on Sundays\n"
-    )
-    await expect(entry.get_by_test_id("memory-entry-editor")).to_have_value(
-        "Jasmine tea on Sundays"
-    )
-    await page.get_by_test_id("memory-conflict-take-theirs").click()
-    await expect(conflict).to_be_hidden()
-    await expect(entry_texts(page)).to_have_text(
-        ["I drink oolong tea", "Green tea on Sundays", "Honey on Fridays"]
-    )
-
-    # -- nothing unsaved: the panel closes at once -------------------------------------------
-    await page.get_by_test_id("memory-close").click()
-    await expect(page.get_by_test_id("memory-panel")).to_be_hidden()
-    await expect(page.get_by_test_id("confirm-dialog")).to_be_hidden()
-    await api.aclose()
-    ui.assert_clean()
-
-
-async def test_history_shows_who_changed_what_with_diffs_and_restores(
-    live_server: LiveServer, container: Container, ui: UI
-) -> None:
-    page = ui.page
-    api = await open_app(live_server, container, ui, "eve")
-    await put_memory(api, "one\n")
-    await put_memory(api, "one\n\ntwo\n")
-    await send(page, "remember: three")
+    api = await open_app(live_server, container, ui, "hana")
+    await put_memory(api, "I live in Lisbon\n\n- I work as a translator\n- 我会说中文\n")
+    await send(page, "remember: I drink oolong tea, no sugar")
     await expect(page.get_by_test_id("memory-receipt")).to_have_count(1)
     await wait_idle(page)
+    await send(page, "correct memory: I live in Lisbon => I live in Porto")
+    await expect(page.get_by_test_id("memory-receipt")).to_have_count(2)
+    await wait_idle(page)
 
-    await open_panel(page)
-    await page.get_by_test_id("memory-tab-history").click()
-    versions = page.get_by_test_id("memory-version")
-    await expect(versions).to_have_count(3)
-    newest = versions.nth(0)
-    await expect(newest).to_have_attribute("data-actor", "agent")
-    await expect(newest).to_have_attribute("data-kind", "add")
-    await expect(newest.get_by_test_id("memory-version-what")).to_have_text("Assistant added")
-    await expect(newest.get_by_test_id("memory-version-current")).to_be_visible()
-    await expect(newest.get_by_test_id("memory-version-restore")).to_have_count(0)
-    await expect(versions.nth(1).get_by_test_id("memory-version-what")).to_have_text("You edited")
+    for width, height in ((1280, 800), (390, 844)):
+        size = f"{width}x{height}"
+        await page.set_viewport_size({"width": width, "height": height})
+        await page.get_by_test_id("memory-receipt").last.scroll_into_view_if_needed()
+        await ui.shot(f"receipt-{size}")
+        assert await page.evaluate(
+            "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
 
-    # the diff of a version against its parent, as text lines classed + / -
-    await newest.get_by_test_id("memory-version-show").click()
-    diff = newest.get_by_test_id("memory-version-diff")
-    await expect(diff.locator('[data-diff="add"]')).to_have_text(["+", "+three"])
-    await expect(diff.locator('[data-diff="del"]')).to_have_count(0)
-    await versions.nth(1).get_by_test_id("memory-version-show").click()
-    await expect(
-        versions.nth(1).get_by_test_id("memory-version-diff").locator('[data-diff="add"]')
-    ).to_contain_text(["+two"])
-    await ui.shot("history")
+        await open_panel(page)
+        await expect(entry_texts(page)).to_have_count(4)
+        await expect(page.get_by_test_id("memory-close")).to_be_in_viewport()
+        await ui.shot(f"entries-{size}")
 
-    # -- restore the oldest (If-Match the current version) ------------------------------------
-    await versions.nth(2).get_by_test_id("memory-version-restore").click()
-    await page.get_by_test_id("confirm-ok").click()
-    await expect(page.get_by_test_id("memory-status")).to_contain_text("Restored")
-    await expect(versions).to_have_count(4)
-    await expect(versions.nth(0)).to_have_attribute("data-kind", "restore")
-    assert await memory_text(api) == "one\n"
-
-    # -- a restore over a file changed since it was shown is refused -------------------------
-    await put_memory(api, "one\n\nchanged elsewhere\n")
-    await versions.nth(2).get_by_test_id("memory-version-restore").click()
-    await page.get_by_test_id("confirm-ok").click()
-    await expect(page.get_by_test_id("memory-status")).to_contain_text("Not restored")
-    assert await memory_text(api) == "one\n\nchanged elsewhere\n"
-    await expect(versions).to_have_count(5)  # reloaded: the outside edit is listed
-    await api.aclose()
-    ui.assert_clean()
-
-
-async def test_meter_marks_what_the_assistant_does_not_see_and_shows_lint(
-    live_server: LiveServer, container: Container, ui: UI
-) -> None:
-    page = ui.page
-    api = await open_app(live_server, container, ui, "finn")
-    # 30 entries of about 1 KiB: the last ones lie beyond the 24 KiB the prompt shows
-    blocks = [f"fact {i:02d} " + "茶" * 330 for i in range(30)]
-    await put_memory(api, "\n\n".join(blocks) + "\n")
-    view = (await api.get("/api/v1/memory")).json()
-    outside = [e["index"] for e in view["entries"] if not e["in_prompt_window"]]
-    assert outside and outside[-1] == 29
-
-    await open_panel(page)
-    await expect(page.get_by_test_id("memory-entry")).to_have_count(30)
-    await expect(page.get_by_test_id("memory-meter-window-text")).to_contain_text(
-        "the assistant sees only the first 24 KiB"
-    )
-    await expect(page.get_by_test_id("memory-meter-file-text")).to_contain_text("128 KiB")
-    marked = page.locator('[data-testid="memory-entry"][data-in-window="false"]')
-    await expect(marked).to_have_count(len(outside))
-    await expect(marked.last.get_by_test_id("memory-entry-outside")).to_be_visible()
-    # every finding shows on its entry: outside the window as the entry's mark, others as chips
-    for finding in view["lint"]:
-        on_entry = f'[data-testid="memory-entry"][data-index="{finding["entry_index"]}"] '
-        if finding["code"] == "outside_prompt_window":
-            mark = page.locator(on_entry + '[data-testid="memory-entry-outside"]')
-            await expect(mark).to_have_attribute("data-code", "outside_prompt_window")
-            await expect(mark).to_have_text(finding["message"])
-        else:
-            chip = f'[data-testid="memory-lint"][data-code="{finding["code"]}"]'
-            await expect(page.locator(on_entry + chip)).to_have_count(1)
-    assert any(f["code"] == "outside_prompt_window" for f in view["lint"])
-    assert "null" not in (await page.get_by_test_id("memory-entries").inner_text())
-    await marked.last.scroll_into_view_if_needed()
-    await ui.shot("outside-window")
+        await page.get_by_test_id("memory-tab-history").click()
+        newest = page.get_by_test_id("memory-version").first
+        await newest.get_by_test_id("memory-version-show").click()
+        await expect(newest.get_by_test_id("memory-version-diff")).to_be_visible()
+        await expect(page.get_by_test_id("memory-close")).to_be_in_viewport()
+        await ui.shot(f"history-{size}")
+        assert await page.evaluate(
+            "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        await page.get_by_test_id("memory-tab-entries").click()
+        await page.get_by_test_id("memory-close").click()
+        await expect(page.get_by_test_id("memory-panel")).to_be_hidden()
     await api.aclose()
     ui.assert_clean()

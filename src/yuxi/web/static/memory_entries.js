@@ -66,12 +66,15 @@ function sourceLine(source) {
   if (source.actor === 'agent') {
     line.dataset.actor = 'agent';
     if (source.thread_id && source.source_available !== false) {
-      line.append('from ', el('button', {
-        type: 'button',
+      line.append('from ', el('a', {
+        href: `#thread=${encodeURIComponent(source.thread_id)}`,
         class: 'link',
         'data-testid': 'memory-entry-source-link',
         'data-thread-id': source.thread_id,
-        onclick: () => hooks.openSource(source.thread_id, source.message_id ?? null),
+        onclick: (e) => {
+          e.preventDefault();
+          hooks.openSource(source.thread_id, source.message_id ?? null);
+        },
       }, source.thread_title || 'a conversation'), when ? `, ${when}` : '');
     } else {
       line.append(`from a conversation${when ? `, ${when}` : ''} · `,

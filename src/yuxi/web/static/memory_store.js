@@ -140,14 +140,17 @@ export async function restoreVersion(versionId, etag) {
   return api('POST', versionPath(versionId, '/restore'), { headers });
 }
 
-/** A unified diff as text lines, each classed by its first character. */
+/** A unified diff as text lines, each classed by its first character (file headers left out). */
 export function diffLines(diff) {
   const lines = String(diff || '').split('\n');
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
-  return lines.map((line) => {
+  let inHeader = true;
+  return lines.filter((line) => {
+    if (line.startsWith('@@')) inHeader = false;
+    return !(inHeader && (line.startsWith('+++') || line.startsWith('---')));
+  }).map((line) => {
     let kind = 'same';
-    if (line.startsWith('+++') || line.startsWith('---')) kind = 'file';
-    else if (line.startsWith('@@')) kind = 'hunk';
+    if (line.startsWith('@@')) kind = 'hunk';
     else if (line.startsWith('+')) kind = 'add';
     else if (line.startsWith('-')) kind = 'del';
     return el('span', { class: `diff-line diff-${kind}`, 'data-diff': kind }, line, '\n');
