@@ -77,6 +77,7 @@ async def test_clear_asks_first_and_is_undoable(
 
     # the history tells the story: cleared by you, then undone
     await page.get_by_test_id("memory-tab-history").click()
+    await expect(page.get_by_test_id("memory-versions")).to_have_attribute("data-loaded", "true")
     kinds = page.locator('[data-testid="memory-version"]')
     await expect(kinds.first).to_have_attribute("data-kind", "undo")
     await expect(kinds.nth(1)).to_have_attribute("data-actor", "user")
@@ -178,6 +179,7 @@ async def test_history_shows_who_changed_what_with_diffs_and_restores(
 
     await open_panel(page)
     await page.get_by_test_id("memory-tab-history").click()
+    await expect(page.get_by_test_id("memory-versions")).to_have_attribute("data-loaded", "true")
     versions = page.get_by_test_id("memory-version")
     await expect(versions).to_have_count(3)
     newest = versions.nth(0)

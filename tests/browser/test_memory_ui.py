@@ -277,6 +277,9 @@ async def test_receipt_entries_and_history_fit_a_desktop_and_a_phone(
         await ui.shot(f"entries-{size}")
 
         await page.get_by_test_id("memory-tab-history").click()
+        await expect(page.get_by_test_id("memory-versions")).to_have_attribute(
+            "data-loaded", "true"
+        )
         newest = page.get_by_test_id("memory-version").first
         await newest.get_by_test_id("memory-version-show").click()
         await expect(newest.get_by_test_id("memory-version-diff")).to_be_visible()

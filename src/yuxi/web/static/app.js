@@ -21,8 +21,8 @@ import {
 } from './memory_editor.js';
 import { applyFilter, renderMemoryEntries, wireMemoryEntries } from './memory_entries.js';
 import {
-  closeMemoryPanel, onConflictTakeTheirs, onMemoryReload, onMemoryTabKey, onMemoryToggle, renderMemoryMode,
-  renderMemorySwitch, selectMemoryMode, toggleMemoryPanel,
+  closeMemoryPanel, followMemoryView, onConflictTakeTheirs, onMemoryReload, onMemoryTabKey,
+  onMemoryToggle, renderMemoryMode, renderMemorySwitch, selectMemoryMode, toggleMemoryPanel,
 } from './memory_panel.js';
 import { onStatusUndo } from './memory_store.js';
 import { followRun, onCancelRun, wireRuns } from './run.js';
@@ -45,6 +45,7 @@ function wireModules() {
   subscribe(['enableMemory'], renderMemorySwitch);
   subscribe(['memory'], renderRawEditor);
   subscribe(['memoryView'], renderMemoryEntries);
+  subscribe(['memoryView'], followMemoryView);
   subscribe(['memoryMode'], renderMemoryMode);
 }
 

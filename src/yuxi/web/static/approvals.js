@@ -23,7 +23,8 @@ function actionRequests(request) {
 }
 
 /** Why a memory write waits for the user (the server asks only in a run that read untrusted text). */
-const MEMORY_WRITE_REASON = 'This needs your approval because this run read other conversations or files before asking to remember: that text may have asked for it, not you.';
+const MEMORY_WRITE_REASON = 'This needs your approval because this run read other conversations or '
+  + 'files before asking to remember: that text may have asked for it, not you.';
 
 /** One action to decide: a memory write shows what would be remembered; any other tool its args. */
 function actionView(a) {
@@ -35,12 +36,16 @@ function actionView(a) {
       head, el('pre', { class: 'tool-args', 'data-testid': 'approval-args' }, pretty(a?.args ?? {})));
   }
   const replaces = typeof args.replaces === 'string' && args.replaces ? args.replaces : null;
-  return el('div', { class: 'approval-action approval-memory', 'data-testid': 'approval-action', 'data-kind': 'memory' },
+  return el('div', {
+    class: 'approval-action approval-memory', 'data-testid': 'approval-action', 'data-kind': 'memory',
+  },
     head,
     el('div', { class: 'tool-section-label' }, replaces ? 'Correct memory to' : 'Remember'),
     el('blockquote', { class: 'memory-quote', 'data-testid': 'approval-memory-content' }, String(args.content ?? '')),
     replaces ? el('div', { class: 'tool-section-label' }, 'in place of') : null,
-    replaces ? el('blockquote', { class: 'memory-quote old', 'data-testid': 'approval-memory-replaces' }, replaces) : null,
+    replaces
+      ? el('blockquote', { class: 'memory-quote old', 'data-testid': 'approval-memory-replaces' }, replaces)
+      : null,
     el('p', { class: 'approval-reason small', 'data-testid': 'approval-reason' }, MEMORY_WRITE_REASON));
 }
 

@@ -80,7 +80,8 @@ export async function onClear() {
   const lost = state.memory.dirty ? ' Your unsaved edits in the raw editor are discarded too.' : '';
   const ok = await confirmDialog({
     title: 'Clear your memory?',
-    message: `This empties MEMORY.md: the assistant will no longer know any of it. You can undo this right after, or restore it later from History.${lost}`,
+    message: 'This empties MEMORY.md: the assistant will no longer know any of it. You can undo '
+      + `this right after, or restore it later from History.${lost}`,
     confirm: 'Clear memory',
     danger: true,
   });

@@ -112,7 +112,9 @@ function entryCard(entry, findings) {
     'data-in-window': entry.in_prompt_window === false ? 'false' : 'true',
   });
   const edit = el('button', { type: 'button', class: 'ghost small', 'data-testid': 'memory-entry-edit' }, 'Edit');
-  const del = el('button', { type: 'button', class: 'ghost small danger-text', 'data-testid': 'memory-entry-delete' }, 'Delete');
+  const del = el('button', {
+    type: 'button', class: 'ghost small danger-text', 'data-testid': 'memory-entry-delete',
+  }, 'Delete');
   edit.addEventListener('click', () => startEdit(card, entry));
   del.addEventListener('click', () => deleteEntry(entry));
   // being outside the window is said once, as the entry's mark (the lint's words when it has them)

@@ -21,7 +21,9 @@ function describeVersion(v) {
 
 function originLine(v) {
   if (v.actor !== 'agent' || !v.thread_id) return null;
-  const title = v.source_available === false ? 'a conversation no longer available' : (v.thread_title || 'a conversation');
+  const title = v.source_available === false
+    ? 'a conversation no longer available'
+    : (v.thread_title || 'a conversation');
   return el('div', { class: 'small muted version-origin' }, `in “${title}”`);
 }
 
@@ -80,7 +82,8 @@ async function toggleDiff(v, button, detail) {
 async function onRestore(v, button) {
   const ok = await confirmDialog({
     title: 'Restore this version?',
-    message: `MEMORY.md becomes what it was on ${formatTime(v.created_at)} (${Number(v.size) || 0} bytes). The change is recorded and can be undone.`,
+    message: `MEMORY.md becomes what it was on ${formatTime(v.created_at)} (${Number(v.size) || 0} `
+      + 'bytes). The change is recorded and can be undone.',
     confirm: 'Restore',
   });
   if (!ok) return;
@@ -91,8 +94,7 @@ async function onRestore(v, button) {
   } catch (err) {
     button.disabled = false;
     if (err instanceof ApiError && err.status === 412) {
-      await loadMemory();
-      await loadHistory();
+      await loadMemory(); // the history follows (memory_panel.followMemoryView)
       setMemoryStatus('Not restored: the memory changed since you loaded it. Look at it again, then restore.');
     } else {
       setMemoryStatus(`Not restored: ${describe(err)}`);
@@ -100,7 +102,6 @@ async function onRestore(v, button) {
     return;
   }
   await loadMemory();
-  await loadHistory();
   const made = result?.version?.version_id || result?.version_id;
   setMemoryStatus(`Restored the version of ${formatTime(v.created_at)}.`,
     made ? { undo: { versionId: made, label: 'Restore' } } : {});
@@ -129,4 +130,6 @@ export async function loadHistory() {
 export function resetHistory() {
   loadGen += 1;
   $('memory-versions').replaceChildren();
+  $('memory-versions').dataset.loaded = 'false';
+  $('memory-versions-empty').hidden = true;
 }

@@ -63,6 +63,11 @@ export function selectMemoryMode(mode) {
   if (mode === 'raw') $('memory-text').focus();
 }
 
+/** Every new load of the file also refreshes the open history (app.js subscribes it). */
+export function followMemoryView() {
+  if (state.memoryView && state.memoryMode === 'history' && !$('memory-panel').hidden) loadHistory();
+}
+
 /** Arrow keys move between the tabs (the tablist pattern). */
 export function onMemoryTabKey(event) {
   const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
@@ -103,7 +108,6 @@ export async function openMemoryPanel() {
     const size = Number(state.memoryView?.size) || byteLength(state.memory.text);
     setMemoryStatus(size ? `Loaded · ${size} bytes` : 'Loaded · the file is empty');
   }
-  if (state.memoryMode === 'history') loadHistory();
   return loaded;
 }
 
@@ -112,6 +116,7 @@ export async function closeMemoryPanel() {
   if ($('memory-panel').hidden) return true;
   if (!(await mayDiscardEdits('Closing the panel'))) return false;
   hideConflict();
+  resetHistory(); // reopened, it shows the history as it is then, never a stale list
   $('memory-panel').hidden = true;
   $('memory-panel-button').setAttribute('aria-expanded', 'false');
   $('app-view').classList.remove('with-panel');
@@ -136,7 +141,6 @@ export async function onMemoryReload() {
   if (!(await mayDiscardEdits('Reloading'))) return;
   hideConflict();
   if (await loadMemory({ discardDraft: true })) setMemoryStatus('Reloaded.');
-  if (state.memoryMode === 'history') loadHistory();
 }
 
 /** Forget the panel's contents (sign-out): nothing of one user's memory stays on the page. */
@@ -175,5 +179,4 @@ export async function memoryChangedOnServer() {
     return;
   }
   await loadMemory();
-  if (state.memoryMode === 'history') loadHistory();
 }

@@ -7,8 +7,11 @@ import { $, el, parseJson } from './dom.js';
 import { memoryChangedOnServer, showMemoryEntry } from './memory_panel.js';
 import { MEMORY_API, undoVersion } from './memory_store.js';
 import { toolArgsOf } from './transcript.js';
-import { MEMORY_WRITE_UNCHANGED, MEMORY_WRITE_UPDATED } from './vocabulary.js';
 
+// What a successful `remember_memory` reports (`MemoryWriteResult.status` in the memory
+// service): it wrote, or the text was already there.
+const MEMORY_WRITE_UPDATED = 'updated';
+const MEMORY_WRITE_UNCHANGED = 'unchanged';
 const QUOTE_MAX = 160;
 
 function quote(text) {

@@ -54,7 +54,3 @@ export const MEMORY_LINT_TEXT = {
   outside_prompt_window: 'Not seen by the assistant',
   oversized_entry: 'Very long entry',
 };
-
-/** What `remember_memory` reports when it wrote, and when the text was already there. */
-export const MEMORY_WRITE_UPDATED = 'updated';
-export const MEMORY_WRITE_UNCHANGED = 'unchanged';
