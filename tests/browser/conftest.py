@@ -139,3 +139,25 @@ async def ui(browser: Any, live_server: Any, request: pytest.FixtureRequest) -> 
                 print("---- server log (tail) ----")
                 print(log.read_text(errors="replace")[-6000:])
         await context.close()
+
+
+# -- helpers shared by the browser tests ---------------------------------------------------------
+
+
+def tool_event(page: Any, name: str) -> Any:
+    return page.locator(f'[data-testid="tool-event"][data-tool-name="{name}"]')
+
+
+async def send(page: Any, text: str) -> None:
+    from playwright.async_api import expect
+
+    await expect(page.get_by_test_id("send")).to_be_enabled()
+    await page.get_by_test_id("message-input").fill(text)
+    await page.get_by_test_id("send").click()
+
+
+async def wait_idle(page: Any) -> None:
+    from playwright.async_api import expect
+
+    await expect(page.get_by_test_id("run-status")).to_be_hidden()
+    await expect(page.locator('[data-testid="message"][data-streaming="true"]')).to_have_count(0)

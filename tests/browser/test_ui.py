@@ -13,28 +13,13 @@ from typing import Any
 import pytest
 from playwright.async_api import expect
 
-from tests.browser.conftest import UI
+from tests.browser.conftest import UI, send, tool_event, wait_idle
 from tests.fixtures_server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 
 pytestmark = pytest.mark.browser
 
 MEMORY = "/api/v1/workspace/files/agents/MEMORY.md"
-
-
-def tool_event(page: Any, name: str) -> Any:
-    return page.locator(f'[data-testid="tool-event"][data-tool-name="{name}"]')
-
-
-async def send(page: Any, text: str) -> None:
-    await expect(page.get_by_test_id("send")).to_be_enabled()
-    await page.get_by_test_id("message-input").fill(text)
-    await page.get_by_test_id("send").click()
-
-
-async def wait_idle(page: Any) -> None:
-    await expect(page.get_by_test_id("run-status")).to_be_hidden()
-    await expect(page.locator('[data-testid="message"][data-streaming="true"]')).to_have_count(0)
 
 
 async def test_sign_in_memory_panel_and_recall_in_a_new_thread(
@@ -100,6 +85,8 @@ async def test_sign_in_memory_panel_and_recall_in_a_new_thread(
 
     # -- the Memory panel shows the file; edit and save (If-Match) --------------------------
     await page.get_by_test_id("memory-panel-button").click()
+    await expect(page.get_by_test_id("memory-entry-text")).to_have_text(["I drink oolong tea"])
+    await page.get_by_test_id("memory-tab-raw").click()
     text = page.get_by_test_id("memory-text")
     await expect(text).to_have_value("I drink oolong tea\n")
     await ui.shot("memory-panel")
@@ -124,9 +111,13 @@ async def test_sign_in_memory_panel_and_recall_in_a_new_thread(
     conflict = page.get_by_test_id("memory-conflict")
     await expect(conflict).to_be_visible()
     await expect(conflict).to_contain_text("changed since you loaded it")
+    await expect(page.get_by_test_id("memory-conflict-mine")).to_have_value(
+        edited + "a stale edit\n"
+    )
+    await expect(page.get_by_test_id("memory-conflict-theirs")).to_have_value(changed)
     assert (await api.get(MEMORY)).text == changed  # nothing overwritten
     await ui.shot("memory-conflict")
-    await page.get_by_test_id("memory-conflict-reload").click()
+    await page.get_by_test_id("memory-conflict-take-theirs").click()
     await expect(text).to_have_value(changed)
     await expect(conflict).to_be_hidden()
     await ui.shot("memory-reloaded")
@@ -158,6 +149,7 @@ async def test_sign_in_memory_panel_and_recall_in_a_new_thread(
 
     # -- Clear writes an empty file; the switch turns off again ----------------------------
     await page.get_by_test_id("memory-clear").click()
+    await page.get_by_test_id("confirm-ok").click()
     await expect(page.get_by_test_id("memory-status")).to_contain_text("Cleared")
     await expect(text).to_have_value("")
     assert (await api.get(MEMORY)).text == ""

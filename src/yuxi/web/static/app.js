@@ -3,33 +3,50 @@
 // a lower module asks a higher one to act (so that no two modules import each other).
 //
 // Modules: vocabulary (shared words) · dom (`el`, formatting) · state (the one store) · api
-// (fetch, errors, token storage) · sse (run events, Last-Event-ID) · banner · transcript
-// (bubbles, tool cards, history) · approvals · memory_panel · run (live runs) · threads ·
-// composer · session (sign-in / sign-out).
+// (fetch, errors, token storage) · sse (run events, Last-Event-ID) · banner · dialog (in-page
+// confirmation) · transcript (bubbles, tool cards, history) · approvals · memory_store (the
+// panel's requests and status line) · memory_entries / memory_editor / memory_history (the
+// panel's three modes) · memory_panel (switch, open/close, modes) · memory_receipt (write
+// receipts in the chat) · run (live runs) · thread_settings (rename, hidden from recall) ·
+// threads · composer · session (sign-in / sign-out).
 
 import { tokenStore, wireApi } from './api.js';
 import { wireApprovals } from './approvals.js';
 import { clearError } from './banner.js';
 import { updateComposer, onSend } from './composer.js';
+import { dialogOpen, wireDialog } from './dialog.js';
 import { $ } from './dom.js';
 import {
-  closeMemoryPanel, loadMemory, onMemoryClear, onMemoryEdited, onMemorySave, onMemoryToggle,
-  renderMemoryPanel, renderMemorySwitch, toggleMemoryPanel,
+  onConflictCopyMine, onConflictKeepMine, onClear, onRawInput, onRawSave, renderRawEditor,
+} from './memory_editor.js';
+import { applyFilter, renderMemoryEntries, wireMemoryEntries } from './memory_entries.js';
+import {
+  closeMemoryPanel, followMemoryView, onConflictTakeTheirs, onMemoryReload, onMemoryTabKey,
+  onMemoryToggle, renderMemoryMode, renderMemorySwitch, selectMemoryMode, toggleMemoryPanel,
 } from './memory_panel.js';
+import { onStatusUndo } from './memory_store.js';
 import { followRun, onCancelRun, wireRuns } from './run.js';
 import { sessionExpired, signIn, signOut } from './session.js';
 import { SseParser } from './sse.js';
 import { subscribe } from './state.js';
-import { loadThreads, onArchive, onDelete, onNewThread, reloadThread, renderThreads } from './threads.js';
+import { commitRename, onRecallToggle, onRenameKey, startRename } from './thread_settings.js';
+import {
+  loadThreads, onArchive, onDelete, onNewThread, openSource, reloadThread, renderThreads,
+} from './threads.js';
 
 function wireModules() {
   wireApi({ unauthorized: sessionExpired });
   wireApprovals({ followRun, reloadThread });
   wireRuns({ settled: loadThreads });
+  wireMemoryEntries({ openSource });
+  wireDialog();
   subscribe(['threads', 'threadId'], renderThreads);
   subscribe(['token', 'threadId', 'follow', 'awaiting'], updateComposer);
   subscribe(['enableMemory'], renderMemorySwitch);
-  subscribe(['memory'], renderMemoryPanel);
+  subscribe(['memory'], renderRawEditor);
+  subscribe(['memoryView'], renderMemoryEntries);
+  subscribe(['memoryView'], followMemoryView);
+  subscribe(['memoryMode'], renderMemoryMode);
 }
 
 function wireDom() {
@@ -51,15 +68,34 @@ function wireDom() {
     }
   });
   $('cancel-run').addEventListener('click', onCancelRun);
+  $('rename-thread').addEventListener('click', startRename);
+  $('thread-title-form').addEventListener('submit', commitRename);
+  $('thread-title-input').addEventListener('keydown', onRenameKey);
+  $('thread-title-input').addEventListener('blur', () => {
+    if (!$('thread-title-form').hidden) commitRename();
+  });
+  $('recall-toggle').addEventListener('change', onRecallToggle);
   $('memory-panel-button').addEventListener('click', toggleMemoryPanel);
   $('memory-close').addEventListener('click', closeMemoryPanel);
-  $('memory-reload').addEventListener('click', loadMemory);
-  $('memory-conflict-reload').addEventListener('click', loadMemory);
-  $('memory-save').addEventListener('click', onMemorySave);
-  $('memory-clear').addEventListener('click', onMemoryClear);
-  $('memory-text').addEventListener('input', onMemoryEdited);
+  for (const tab of document.querySelectorAll('.memory-tabs [role="tab"]')) {
+    tab.addEventListener('click', () => selectMemoryMode(tab.dataset.mode));
+    tab.addEventListener('keydown', onMemoryTabKey);
+  }
+  $('memory-filter').addEventListener('input', applyFilter);
+  $('memory-reload').addEventListener('click', onMemoryReload);
+  $('memory-save').addEventListener('click', onRawSave);
+  $('memory-clear').addEventListener('click', onClear);
+  $('memory-text').addEventListener('input', onRawInput);
+  $('memory-status-undo').addEventListener('click', onStatusUndo);
+  $('memory-conflict-mine-keep').addEventListener('click', onConflictKeepMine);
+  $('memory-conflict-take-theirs').addEventListener('click', onConflictTakeTheirs);
+  $('memory-conflict-copy').addEventListener('click', onConflictCopyMine);
   document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && !$('memory-panel').hidden) closeMemoryPanel();
+    if (e.key === 'Escape' && !dialogOpen() && !$('memory-panel').hidden) {
+      // cancelled, so that this Escape does not also dismiss the question closing may ask
+      e.preventDefault();
+      closeMemoryPanel();
+    }
   });
 }
 
@@ -68,7 +104,9 @@ function renderAll() {
   renderThreads();
   updateComposer();
   renderMemorySwitch();
-  renderMemoryPanel();
+  renderRawEditor();
+  renderMemoryEntries();
+  renderMemoryMode();
 }
 
 function start() {

@@ -22,6 +22,33 @@ function actionRequests(request) {
   return [];
 }
 
+/** Why a memory write waits for the user (the server asks only in a run that read untrusted text). */
+const MEMORY_WRITE_REASON = 'This needs your approval because this run read other conversations or '
+  + 'files before asking to remember: that text may have asked for it, not you.';
+
+/** One action to decide: a memory write shows what would be remembered; any other tool its args. */
+function actionView(a) {
+  const name = String(a?.name || 'tool');
+  const args = a?.args && typeof a.args === 'object' ? a.args : {};
+  const head = el('code', { class: 'tool-name', 'data-testid': 'approval-tool' }, name);
+  if (name !== 'remember_memory') {
+    return el('div', { class: 'approval-action', 'data-testid': 'approval-action' },
+      head, el('pre', { class: 'tool-args', 'data-testid': 'approval-args' }, pretty(a?.args ?? {})));
+  }
+  const replaces = typeof args.replaces === 'string' && args.replaces ? args.replaces : null;
+  return el('div', {
+    class: 'approval-action approval-memory', 'data-testid': 'approval-action', 'data-kind': 'memory',
+  },
+    head,
+    el('div', { class: 'tool-section-label' }, replaces ? 'Correct memory to' : 'Remember'),
+    el('blockquote', { class: 'memory-quote', 'data-testid': 'approval-memory-content' }, String(args.content ?? '')),
+    replaces ? el('div', { class: 'tool-section-label' }, 'in place of') : null,
+    replaces
+      ? el('blockquote', { class: 'memory-quote old', 'data-testid': 'approval-memory-replaces' }, replaces)
+      : null,
+    el('p', { class: 'approval-reason small', 'data-testid': 'approval-reason' }, MEMORY_WRITE_REASON));
+}
+
 export function showApproval(runId, request) {
   for (const old of $('transcript').querySelectorAll('[data-testid="approval-card"]')) {
     if (old.dataset.runId === runId) old.remove();
@@ -39,12 +66,8 @@ export function showApproval(runId, request) {
     'aria-label': 'Approval required',
   },
   el('div', { class: 'approval-title' }, 'Approval needed'),
-  el('p', { class: 'small' }, actions.length === 1
-    ? 'The assistant wants to run this action:'
-    : 'The assistant wants to run these actions:'),
-  ...actions.map((a) => el('div', { class: 'approval-action', 'data-testid': 'approval-action' },
-    el('code', { class: 'tool-name', 'data-testid': 'approval-tool' }, String(a?.name || 'tool')),
-    el('pre', { class: 'tool-args', 'data-testid': 'approval-args' }, pretty(a?.args ?? {})))),
+  el('p', { class: 'small' }, intro(actions)),
+  ...actions.map(actionView),
   actions.length ? null : el('pre', { class: 'tool-args' }, pretty(request)),
   el('div', { class: 'approval-buttons' }, approve, reject),
   status);
@@ -54,6 +77,15 @@ export function showApproval(runId, request) {
   appendToTranscript(card);
   scrollToBottom(true);
   return card;
+}
+
+function intro(actions) {
+  if (actions.length && actions.every((a) => a?.name === 'remember_memory')) {
+    return 'The assistant wants to save this to your memory:';
+  }
+  return actions.length === 1
+    ? 'The assistant wants to run this action:'
+    : 'The assistant wants to run these actions:';
 }
 
 async function decide(card, runId, decision) {

@@ -1,10 +1,16 @@
-// The memory switch (/me/config) and the MEMORY.md panel (ETag / If-Match conflicts).
+// The memory switch (/me/config) and the memory panel around its three modes: opening and
+// closing it (never losing unsaved edits silently), switching modes, reloading, and following
+// changes the assistant makes. The modes live in memory_entries, memory_editor, memory_history.
 
-import { api, ApiError, describe, filePath } from './api.js';
+import { api, describe } from './api.js';
 import { showError } from './banner.js';
+import { confirmDialog } from './dialog.js';
 import { $, byteLength } from './dom.js';
-import { setEnableMemory, state, updateMemory } from './state.js';
-import { MEMORY_PATH } from './vocabulary.js';
+import { dropEntryDraft, hasEntryDraft, highlightEntry } from './memory_entries.js';
+import { discardDraft, hideConflict } from './memory_editor.js';
+import { loadHistory, resetHistory } from './memory_history.js';
+import { loadMemory, setMemoryStatus } from './memory_store.js';
+import { setEnableMemory, setMemoryMode, setMemoryView, state, updateMemory } from './state.js';
 
 // -- the switch ---------------------------------------------------------------------------------
 
@@ -35,31 +41,87 @@ export async function onMemoryToggle() {
 
 // -- the panel ----------------------------------------------------------------------------------
 
-/** Reflect `state.memory` (busy, dirty) in the panel. */
-export function renderMemoryPanel() {
-  const { busy, dirty } = state.memory;
-  for (const id of ['memory-save', 'memory-clear', 'memory-reload', 'memory-conflict-reload']) {
-    $(id).disabled = busy;
+const MODES = ['entries', 'raw', 'history'];
+
+/** Show the mode `state.memoryMode`: its tab selected, its view visible. */
+export function renderMemoryMode() {
+  const mode = state.memoryMode;
+  for (const m of MODES) {
+    const tab = $(`memory-tab-${m}`);
+    tab.setAttribute('aria-selected', String(m === mode));
+    tab.tabIndex = m === mode ? 0 : -1;
+    $(`memory-${m}-view`).hidden = m !== mode;
   }
-  $('memory-panel').dataset.busy = busy ? 'true' : 'false';
-  $('memory-panel').dataset.dirty = dirty ? 'true' : 'false';
+  $('memory-save').hidden = mode !== 'raw';
+  $('memory-panel').dataset.mode = mode;
 }
 
-function setMemoryStatus(text) {
-  $('memory-status').textContent = text;
+export function selectMemoryMode(mode) {
+  if (!MODES.includes(mode)) return;
+  setMemoryMode(mode);
+  if (mode === 'history' && !$('memory-panel').hidden) loadHistory();
+  if (mode === 'raw') $('memory-text').focus();
 }
 
-export function openMemoryPanel() {
+/** Every new load of the file also refreshes the open history (app.js subscribes it). */
+export function followMemoryView() {
+  if (state.memoryView && state.memoryMode === 'history' && !$('memory-panel').hidden) loadHistory();
+}
+
+/** Arrow keys move between the tabs (the tablist pattern). */
+export function onMemoryTabKey(event) {
+  const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+  if (!step) return;
+  event.preventDefault();
+  const next = MODES[(MODES.indexOf(state.memoryMode) + step + MODES.length) % MODES.length];
+  selectMemoryMode(next);
+  $(`memory-tab-${next}`).focus();
+}
+
+function hasUnsavedEdits() {
+  return state.memory.dirty || hasEntryDraft();
+}
+
+/** Unsaved edits go only when the user says so. Resolves whether they may go. */
+async function mayDiscardEdits(action) {
+  if (!hasUnsavedEdits()) return true;
+  const ok = await confirmDialog({
+    title: 'Discard your unsaved edits?',
+    message: `You have edited MEMORY.md without saving. ${action} throws those edits away.`,
+    confirm: 'Discard edits',
+    cancel: 'Keep editing',
+    danger: true,
+  });
+  if (ok) {
+    discardDraft();
+    dropEntryDraft();
+  }
+  return ok;
+}
+
+export async function openMemoryPanel() {
   $('memory-panel').hidden = false;
   $('memory-panel-button').setAttribute('aria-expanded', 'true');
   $('app-view').classList.add('with-panel');
-  loadMemory().then(() => $('memory-text').focus());
+  const loaded = await loadMemory();
+  if (loaded && !$('memory-status').textContent) {
+    const size = Number(state.memoryView?.size) || byteLength(state.memory.text);
+    setMemoryStatus(size ? `Loaded · ${size} bytes` : 'Loaded · the file is empty');
+  }
+  return loaded;
 }
 
-export function closeMemoryPanel() {
+/** Close the panel; with unsaved edits, only once the user agrees to lose them. */
+export async function closeMemoryPanel() {
+  if ($('memory-panel').hidden) return true;
+  if (!(await mayDiscardEdits('Closing the panel'))) return false;
+  hideConflict();
+  resetHistory(); // reopened, it shows the history as it is then, never a stale list
   $('memory-panel').hidden = true;
   $('memory-panel-button').setAttribute('aria-expanded', 'false');
   $('app-view').classList.remove('with-panel');
+  setMemoryStatus('');
+  return true;
 }
 
 export function toggleMemoryPanel() {
@@ -67,79 +129,54 @@ export function toggleMemoryPanel() {
   else closeMemoryPanel();
 }
 
-/** Forget the panel's contents (sign-out). */
+/** The conflict view's "Take theirs": drop my text (draft and entry edit), load the current file. */
+export async function onConflictTakeTheirs() {
+  hideConflict();
+  dropEntryDraft();
+  await loadMemory({ discardDraft: true });
+  setMemoryStatus('Loaded the current version; your text was discarded.');
+}
+
+export async function onMemoryReload() {
+  if (!(await mayDiscardEdits('Reloading'))) return;
+  hideConflict();
+  if (await loadMemory({ discardDraft: true })) setMemoryStatus('Reloaded.');
+}
+
+/** Forget the panel's contents (sign-out): nothing of one user's memory stays on the page. */
 export function resetMemoryPanel() {
-  closeMemoryPanel();
+  $('memory-panel').hidden = true;
+  $('memory-panel-button').setAttribute('aria-expanded', 'false');
+  $('app-view').classList.remove('with-panel');
+  dropEntryDraft();
+  hideConflict();
+  updateMemory({ dirty: false, text: '', etag: null, draftEtag: null });
+  setMemoryView(null);
+  resetHistory();
   $('memory-text').value = '';
+  $('memory-filter').value = '';
+  setMemoryStatus('');
 }
 
-export async function loadMemory() {
-  updateMemory({ busy: true });
-  $('memory-panel').dataset.loaded = 'false';
-  try {
-    const resp = await api('GET', filePath(MEMORY_PATH), { raw: true });
-    const text = await resp.text();
-    $('memory-text').value = text;
-    updateMemory({ etag: resp.headers.get('ETag') });
-    setMemoryStatus(text ? `Loaded · ${byteLength(text)} bytes` : 'Loaded · the file is empty');
-  } catch (err) {
-    if (err instanceof ApiError && (err.code === 'file_not_found' || err.status === 404)) {
-      $('memory-text').value = '';
-      updateMemory({ etag: null });
-      setMemoryStatus('No memory file yet.');
-    } else {
-      setMemoryStatus(`Could not load: ${describe(err)}`);
-      return;
-    }
-  } finally {
-    updateMemory({ busy: false });
+/** Open the panel on the entry a write receipt points at. */
+export async function showMemoryEntry({ versionId = null, text = '' } = {}) {
+  if ($('memory-panel').hidden) {
+    if (!(await openMemoryPanel())) return;
+  } else if (!hasUnsavedEdits()) {
+    await loadMemory();
   }
-  updateMemory({ dirty: false, loaded: true });
-  $('memory-conflict').hidden = true;
-  $('memory-panel').dataset.loaded = 'true';
-}
-
-async function writeMemory(text, doneMessage) {
-  updateMemory({ busy: true });
-  $('memory-conflict').hidden = true;
-  const headers = { 'Content-Type': 'text/plain; charset=utf-8' };
-  if (state.memory.etag) headers['If-Match'] = state.memory.etag;
-  try {
-    const resp = await api('PUT', filePath(MEMORY_PATH), { body: text, headers, raw: true });
-    updateMemory({ etag: resp.headers.get('ETag') || state.memory.etag, dirty: false });
-    $('memory-text').value = text;
-    setMemoryStatus(doneMessage);
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 412) {
-      $('memory-conflict').hidden = false;
-      setMemoryStatus('Not saved (conflict).');
-    } else {
-      setMemoryStatus(`Not saved: ${describe(err)}`);
-    }
-  } finally {
-    updateMemory({ busy: false });
+  setMemoryMode('entries');
+  if (!highlightEntry({ versionId, text })) {
+    setMemoryStatus('That text is no longer in your memory.');
   }
 }
 
-export function onMemorySave() {
-  const text = $('memory-text').value;
-  writeMemory(text, `Saved · ${byteLength(text)} bytes`);
-}
-
-export function onMemoryClear() {
-  writeMemory('', 'Cleared · the file is now empty');
-}
-
-export function onMemoryEdited() {
-  updateMemory({ dirty: true });
-}
-
-/** The assistant remembered something: refresh the open panel unless the user is editing. */
-export function memoryChangedOnServer() {
+/** The assistant or an undo changed MEMORY.md: refresh the open panel unless the user is editing. */
+export async function memoryChangedOnServer() {
   if ($('memory-panel').hidden || state.memory.busy) return;
-  if (state.memory.dirty) {
-    setMemoryStatus('The assistant updated MEMORY.md. Reload to see it (your edits would be replaced).');
-  } else {
-    loadMemory();
+  if (hasUnsavedEdits()) {
+    setMemoryStatus('MEMORY.md changed meanwhile. Your unsaved edits are kept; saving them will show both versions.');
+    return;
   }
+  await loadMemory();
 }

@@ -5,6 +5,7 @@ import { showApproval } from './approvals.js';
 import { showError } from './banner.js';
 import { $, el } from './dom.js';
 import { memoryChangedOnServer } from './memory_panel.js';
+import { addReceipt } from './memory_receipt.js';
 import { startFollowing, state, stopFollowing as forgetFollow } from './state.js';
 import { streamRun } from './sse.js';
 import {
@@ -101,7 +102,7 @@ class RunRenderer {
         break;
       case 'tool_end':
         this.closeBubble();
-        finishToolCard(data, this.runId);
+        addReceipt(finishToolCard(data, this.runId), data);
         if (data.name === 'remember_memory' && data.status === 'success') memoryChangedOnServer();
         break;
       case 'interrupt':

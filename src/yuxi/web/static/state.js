@@ -1,7 +1,12 @@
 // The one store. State lives here and changes only through the actions exported below; every
 // other module reads `state` (read-only) or subscribes to the keys it renders.
 
-const INITIAL_MEMORY = Object.freeze({ etag: null, dirty: false, busy: false, loaded: false });
+// The raw file as last loaded (`text`, `etag`); the raw editor's draft is `dirty` when it differs
+// from what it was based on, and `draftEtag` is the version that draft started from (a save sends
+// it as If-Match, so a draft never silently overwrites a newer file).
+const INITIAL_MEMORY = Object.freeze({
+  etag: null, text: '', draftEtag: null, dirty: false, busy: false, loaded: false,
+});
 
 const store = {
   token: null,
@@ -12,7 +17,9 @@ const store = {
   viewGen: 0, // bumped whenever the transcript is re-targeted; stale async work checks it
   follow: null, // {runId, threadId, controller}: the run followed live, if any
   awaiting: null, // run id waiting for an approval decision in the open thread
-  memory: INITIAL_MEMORY, // the Memory panel's file: {etag, dirty, busy, loaded}
+  memory: INITIAL_MEMORY, // the Memory panel's file: {etag, text, draftEtag, dirty, busy, loaded}
+  memoryView: null, // GET /memory: {etag, size, limits, entries, lint}, or null before loading
+  memoryMode: 'entries', // the panel's view: entries | raw | history
 };
 
 /** Read-only view of the store: writing to it throws. */
@@ -62,6 +69,8 @@ export function signedOut() {
     follow: null,
     awaiting: null,
     memory: INITIAL_MEMORY,
+    memoryView: null,
+    memoryMode: 'entries',
   });
 }
 
@@ -73,6 +82,11 @@ export function setEnableMemory(enabled) {
 
 export function setThreads(threads) {
   update({ threads: Object.freeze(threads.map((t) => Object.freeze({ ...t }))) });
+}
+
+/** A thread's new summary (renamed, hidden from recall) in place, keeping the list's order. */
+export function replaceThread(thread) {
+  setThreads(store.threads.map((t) => (t.thread_id === thread.thread_id ? thread : t)));
 }
 
 export function addThread(thread) {
@@ -121,4 +135,12 @@ export function clearAwaiting(runId) {
 
 export function updateMemory(patch) {
   update({ memory: Object.freeze({ ...store.memory, ...patch }) });
+}
+
+export function setMemoryView(view) {
+  update({ memoryView: view ? Object.freeze(view) : null });
+}
+
+export function setMemoryMode(mode) {
+  update({ memoryMode: mode });
 }

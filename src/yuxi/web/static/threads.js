@@ -1,13 +1,19 @@
 // The thread list (new / archive / delete) and opening a thread: its history from the thread
-// view (tool calls included), then its live run, if any, over SSE.
+// view (tool calls and memory write receipts included), then its live run, if any, over SSE.
 
 import { api, ApiError, describe, runPath, threadPath } from './api.js';
 import { showApproval } from './approvals.js';
 import { showError } from './banner.js';
+import { confirmDialog } from './dialog.js';
 import { $, el, formatTime } from './dom.js';
+import { closeMemoryPanel } from './memory_panel.js';
+import { addReceipt, markUndoneReceipts } from './memory_receipt.js';
 import { followRun, stopFollowing } from './run.js';
 import { addThread, isCurrentView, openThread, removeThread, setThreads, state } from './state.js';
-import { markPending, renderHistory, runError, scrollToBottom, showPlaceholder } from './transcript.js';
+import { renderThreadSettings } from './thread_settings.js';
+import {
+  highlightMessage, markPending, renderHistory, runError, scrollToBottom, showPlaceholder,
+} from './transcript.js';
 import { ACTIVE } from './vocabulary.js';
 
 export async function loadThreads() {
@@ -33,13 +39,20 @@ export function renderThreads() {
       onclick: () => { if (t.thread_id !== state.threadId) selectThread(t.thread_id); },
     },
     el('span', { class: 'thread-name', 'data-testid': 'thread-title-text' }, t.title || 'New thread'),
-    el('time', { class: 'thread-time', datetime: t.updated_at }, formatTime(t.updated_at)))));
+    el('span', { class: 'thread-meta' },
+      el('time', { class: 'thread-time', datetime: t.updated_at }, formatTime(t.updated_at)),
+      t.recall_excluded
+        ? el('span', {
+          class: 'thread-flag', 'data-testid': 'thread-recall-hidden', title: 'The assistant never recalls this thread',
+        }, 'hidden from recall')
+        : null))));
   $('thread-list').replaceChildren(...items);
   $('thread-empty').hidden = state.threads.length > 0;
   const current = state.threads.find((t) => t.thread_id === state.threadId);
   $('thread-title').textContent = current ? (current.title || 'New thread') : 'New conversation';
   $('archive-thread').hidden = !current;
   $('delete-thread').hidden = !current;
+  renderThreadSettings();
 }
 
 export function showEmptyConversation() {
@@ -71,6 +84,16 @@ export async function onNewThread() {
   }
 }
 
+/** Open `threadId` at one of its messages (a memory entry's source link). */
+export async function openSource(threadId, messageId) {
+  if (matchMedia('(max-width: 860px)').matches && !(await closeMemoryPanel())) return;
+  if (threadId !== state.threadId) {
+    if (!(await selectThread(threadId))) return;
+  }
+  highlightMessage(messageId);
+}
+
+/** Open a thread; resolves whether its history is now on screen. */
 export async function selectThread(threadId) {
   stopFollowing();
   const gen = openThread(threadId);
@@ -82,7 +105,7 @@ export async function selectThread(threadId) {
   try {
     detail = await api('GET', threadPath(threadId));
   } catch (err) {
-    if (!isCurrentView(gen)) return;
+    if (!isCurrentView(gen)) return false;
     if (err instanceof ApiError && err.status === 404) {
       removeThread(threadId);
       showEmptyConversation();
@@ -91,10 +114,10 @@ export async function selectThread(threadId) {
       transcript.replaceChildren();
       showError(`Could not load the thread: ${describe(err)}`);
     }
-    return;
+    return false;
   }
-  if (!isCurrentView(gen)) return;
-  await showHistory(detail.messages || [], gen);
+  if (!isCurrentView(gen)) return false;
+  return showHistory(detail.messages || [], gen);
 }
 
 /** Reload the open thread (e.g. after a conflict told us our view is stale). */
@@ -116,14 +139,14 @@ async function showHistory(messages, gen) {
       lastRun = null;
     }
   }
-  if (!isCurrentView(gen)) return;
+  if (!isCurrentView(gen)) return false;
   const live = lastRun && ACTIVE.has(lastRun.status) ? lastRun.run_id : null;
   const open = new Set();
   if (lastRun?.status === 'interrupted') open.add(lastRun.run_id);
   if (live && lastRun.created_by_run_id) open.add(lastRun.created_by_run_id);
 
   const transcript = $('transcript');
-  renderHistory(messages, { live, open });
+  renderHistory(messages, { live, open, finished: addReceipt });
   transcript.dataset.ready = 'true';
   if (lastRun?.status === 'interrupted') {
     markPending(lastRun.run_id);
@@ -133,6 +156,8 @@ async function showHistory(messages, gen) {
   }
   scrollToBottom(true);
   if (live) followRun(live);
+  markUndoneReceipts();
+  return true;
 }
 
 export async function onArchive() {
@@ -151,7 +176,13 @@ export async function onDelete() {
   const id = state.threadId;
   if (!id) return;
   const title = state.threads.find((t) => t.thread_id === id)?.title || 'this thread';
-  if (!window.confirm(`Delete “${title}”? This cannot be undone.`)) return;
+  const ok = await confirmDialog({
+    title: `Delete “${title}”?`,
+    message: 'The thread and its messages are deleted. This cannot be undone.',
+    confirm: 'Delete thread',
+    danger: true,
+  });
+  if (!ok || state.threadId !== id) return;
   try {
     await api('DELETE', threadPath(id));
     removeThread(id);

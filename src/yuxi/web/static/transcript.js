@@ -28,7 +28,7 @@ export function showPlaceholder(...paragraphs) {
     ...paragraphs));
 }
 
-export function messageBubble(role, text, { runId, note = false, streaming = false } = {}) {
+export function messageBubble(role, text, { runId, messageId, note = false, streaming = false } = {}) {
   const bodyId = role === 'assistant' && !note ? 'assistant-reply' : 'message-text';
   const body = el('div', { class: 'bubble-text', 'data-testid': bodyId }, text);
   return el('div', {
@@ -36,16 +36,24 @@ export function messageBubble(role, text, { runId, note = false, streaming = fal
     'data-testid': 'message',
     'data-role': role,
     'data-run-id': runId,
+    'data-message-id': messageId ?? null,
     'data-streaming': streaming ? 'true' : null,
   },
   el('div', { class: 'bubble-role' }, role === 'user' ? 'You' : 'Yuxi'),
   body);
 }
 
+const toolArgs = new WeakMap(); // tool card → the arguments it was called with
+
+/** The arguments a tool card's call was made with (undefined when its start was not seen). */
+export function toolArgsOf(card) {
+  return toolArgs.get(card);
+}
+
 /** A tool card, running until `finishToolCard` (or `setToolStatus`) says otherwise. */
 export function toolCard(start, runId, { withArgs = true } = {}) {
   const name = String(start.name || 'tool');
-  return el('div', {
+  const card = el('div', {
     class: 'tool-event',
     'data-testid': 'tool-event',
     'data-tool-name': name,
@@ -61,6 +69,8 @@ export function toolCard(start, runId, { withArgs = true } = {}) {
     el('span', { class: 'tool-status', 'data-testid': 'tool-status' }, TOOL_STATUS_TEXT.running)),
   withArgs ? el('div', { class: 'tool-section-label' }, 'Arguments') : null,
   withArgs ? el('pre', { class: 'tool-args', 'data-testid': 'tool-args' }, pretty(start.args ?? {})) : null);
+  if (start.args && typeof start.args === 'object') toolArgs.set(card, start.args);
+  return card;
 }
 
 export function setToolStatus(card, status) {
@@ -103,6 +113,18 @@ export function showToolResult(card, end) {
   return card;
 }
 
+/** Show a stored message of the open thread (a memory entry's source): scroll to it, mark it. */
+export function highlightMessage(messageId) {
+  const transcript = $('transcript');
+  for (const node of transcript.querySelectorAll('[data-highlighted]')) delete node.dataset.highlighted;
+  if (messageId === null || messageId === undefined) return false;
+  const found = transcript.querySelector(`[data-testid="message"][data-message-id="${CSS.escape(String(messageId))}"]`);
+  if (!found) return false;
+  found.dataset.highlighted = 'true';
+  found.scrollIntoView({ block: 'center' });
+  return true;
+}
+
 /** A live `tool_end`: complete the card started earlier (possibly by another run). */
 export function finishToolCard(end, runId) {
   let card = findToolCard(end.tool_call_id);
@@ -134,22 +156,25 @@ export function runError(error) {
  * followed over SSE. Tool results are not bubbles of their own: they show in their tool card.
  * A call still pending stays `running` when its run is in `open` (the interrupted run, whose
  * cards `markPending` marks next, or the one a live run resumes) and is `unfinished` otherwise.
+ * `finished(card, call)` is told of each call shown with its outcome (write receipts use it).
  */
-export function renderHistory(messages, { live = null, open = new Set() } = {}) {
+export function renderHistory(messages, { live = null, open = new Set(), finished = () => {} } = {}) {
   const transcript = $('transcript');
   transcript.replaceChildren();
   for (const m of messages) {
     if (live && m.run_id === live && m.role !== 'user') continue; // re-rendered live
     if (m.message_type === 'text' && (m.role === 'user' || m.role === 'assistant')) {
-      transcript.append(messageBubble(m.role, m.content, { runId: m.run_id }));
+      transcript.append(messageBubble(m.role, m.content, { runId: m.run_id, messageId: m.message_id }));
     } else if (m.message_type === 'tool_call') {
       if (m.content && m.content.trim()) {
         transcript.append(messageBubble('assistant', m.content, { runId: m.run_id, note: true }));
       }
       for (const call of m.tool_calls || []) {
         const card = transcript.appendChild(toolCard(call, m.run_id));
-        if (call.status === 'success' || call.status === 'error') showToolResult(card, call);
-        else if (!open.has(m.run_id)) setToolStatus(card, 'unfinished');
+        if (call.status === 'success' || call.status === 'error') {
+          showToolResult(card, call);
+          finished(card, call);
+        } else if (!open.has(m.run_id)) setToolStatus(card, 'unfinished');
       }
     }
   }

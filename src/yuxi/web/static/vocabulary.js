@@ -27,3 +27,30 @@ export const TOOL_STATUS_TEXT = {
   success: 'success',
   error: 'error',
 };
+
+/** The memory audit trail (`yuxi.vocabulary`: MEMORY_VERSION_ACTORS / _KINDS), in words. */
+export const MEMORY_VERSION_ACTOR_TEXT = {
+  agent: 'Assistant',
+  user: 'You',
+  system: 'System',
+};
+
+export const MEMORY_VERSION_KIND_TEXT = {
+  add: 'added',
+  replace: 'corrected',
+  edit: 'edited',
+  delete: 'deleted',
+  restore: 'restored',
+  undo: 'undid a change',
+  recovered: 'recorded a change found on disk',
+};
+
+/** Memory lint findings (`yuxi.vocabulary.MEMORY_LINT_CODES`), as the panel labels them. */
+export const MEMORY_LINT_TEXT = {
+  duplicate: 'Duplicate',
+  near_duplicate: 'Near duplicate',
+  secret_like: 'Looks like a secret',
+  injection_like: 'Looks like an instruction to the assistant',
+  outside_prompt_window: 'Not seen by the assistant',
+  oversized_entry: 'Very long entry',
+};
