@@ -33,7 +33,6 @@ from sqlalchemy import text
 from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.user_repository import UserRepository
-from yuxi.services._memory_lock import memory_file_lock
 from yuxi.workspace.filesystem import MEMORY_PATH
 
 from ._env import BenchEnv
@@ -115,7 +114,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
             assert await UserRepository(session).memory_enabled(uid)
 
     async def diag_ours_file(r: int) -> None:
-        async with memory_file_lock(c.workspace_root, diag_ws.directory.name):
+        async with diag_ws.locked():
             data, _ = await diag_ws.read_authorized_file_prefix(MEMORY_PATH, 128 * 1024)
             new = appended(data.decode("utf-8"), fact(r))
             await diag_ws.replace_authorized_file(MEMORY_PATH, new)

@@ -89,7 +89,9 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
     middleware = await create_memory_middleware(memory=memory, lookback=lookback, context=ctx)
     assert middleware is not None
     system_ours = f"{agent_input.system_prompt}\n\n{middleware.memory_block}"
-    workspace_tools = _tools_json(make_workspace_tools(workspace=workspace, memory=memory))
+    workspace_tools = _tools_json(
+        make_workspace_tools(workspace=workspace, memory=memory, files=c.services.files)
+    )
     memory_tools = _tools_json(list(middleware.tools))
     current = {"role": "user", "content": CURRENT_MESSAGE}
 

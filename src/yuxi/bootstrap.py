@@ -103,14 +103,15 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
         writes_per_run=settings.memory_writes_per_run,
         bytes_per_run=settings.memory_bytes_per_run,
     )
+    runs = RunService(uow, lease_seconds=settings.lease_seconds)
     services = Services(
         chat=ChatService(uow),
         memory=memory,
         memory_history=MemoryHistoryService(uow, root, workspaces),
         lookback=LookbackService(uow),
         users=UserService(uow, workspaces),
-        files=WorkspaceFileService(workspaces, memory),
-        runs=RunService(uow, lease_seconds=settings.lease_seconds),
+        files=WorkspaceFileService(workspaces, memory, runs),
+        runs=runs,
     )
     return Container(
         settings=settings,

@@ -14,6 +14,7 @@ from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.identity import RunIdentity
 from yuxi.runtime.worker import Worker
 from yuxi.services.memory_service import MemoryService
+from yuxi.services.workspace_file_service import WorkspaceFileService
 
 from .factories import (
     make_asked_run,
@@ -178,3 +179,46 @@ async def test_approved_write_of_a_worker_that_lost_its_lease_is_refused(
     assert sha256_of(memory_file(container, uid)) == before
     assert "LATE-WRITE-MARK" not in memory_file(container, uid).read_text()
     assert await _versions(container, uid) == 0
+
+
+async def test_approved_write_of_an_ordinary_file_by_a_worker_that_lost_its_lease_is_refused(
+    container: Container, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10 §2 for every workspace file, not only MEMORY.md."""
+    uid = await make_user(container)
+    real = WorkspaceFileService.agent_rewrite_file
+
+    async def late(self: WorkspaceFileService, identity: RunIdentity, *a: Any, **kw: Any) -> bytes:
+        await sql(
+            container,
+            "UPDATE agent_runs SET worker_id = 'w_thief' WHERE id = :id",
+            id=identity.run_id,
+        )
+        return await real(self, identity, *a, **kw)
+
+    monkeypatch.setattr(WorkspaceFileService, "agent_rewrite_file", late)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "write file notes/late.md: LATE-FILE-MARK")
+    assert await worker.run_once()
+    assert (await chat.get_run(uid, run.id)).status == "interrupted"
+    resume, _ = await chat.resume(uid, run.id, "approve")
+    assert await worker.run_once()
+    resumed = await chat.get_run(uid, resume.id)
+    assert resumed.status == "running" and resumed.finished_at is None  # not its to finish
+    assert not (container.workspace(uid).directory / "notes" / "late.md").exists()
+
+
+async def test_an_approved_ordinary_file_write_lands_under_a_live_lease(
+    container: Container, worker: Worker
+) -> None:
+    uid = await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "write file notes/ok.md: 写入成功")
+    assert await worker.run_once()
+    resume, _ = await chat.resume(uid, run.id, "approve")
+    assert await worker.run_once()
+    assert (await chat.get_run(uid, resume.id)).status == "completed"
+    path = container.workspace(uid).directory / "notes" / "ok.md"
+    assert path.read_text("utf-8") == "写入成功"

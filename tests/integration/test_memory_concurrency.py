@@ -164,14 +164,14 @@ async def test_every_writer_takes_the_per_uid_advisory_lock(
 
 
 async def test_writes_also_wait_for_the_file_lock(container: Container) -> None:
-    """The flock taken inside the advisory lock (see _memory_lock) is really taken."""
+    """The flock taken inside the advisory lock (see yuxi.workspace._lock) is really taken."""
     import fcntl
     import os
 
     uid = await make_user(container)
     run = await make_run(container, uid)
     name = container.workspace(uid).directory.name
-    path = container.workspace_root / ".locks" / f"{name}.memory.lock"
+    path = container.workspace_root / ".locks" / f"{name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)

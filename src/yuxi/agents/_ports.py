@@ -8,6 +8,7 @@ typed results; the tool adapter (:mod:`yuxi.agents.tools.tool_result`) tells the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from yuxi.identity import RunIdentity
@@ -17,8 +18,9 @@ from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
 if TYPE_CHECKING:
     from yuxi.services.lookback_service import LookbackService
     from yuxi.services.memory_service import MemoryService
+    from yuxi.services.workspace_file_service import WorkspaceFileService
 
-__all__ = ["LookbackPort", "MemoryPort"]
+__all__ = ["LookbackPort", "MemoryPort", "WorkspaceFilesPort"]
 
 
 class MemoryPort(Protocol):
@@ -45,6 +47,18 @@ class MemoryPort(Protocol):
     ) -> str: ...
 
 
+class WorkspaceFilesPort(Protocol):
+    async def agent_rewrite_file(
+        self,
+        identity: RunIdentity,
+        path: str,
+        rewrite: Callable[[bytes | None], bytes],
+        *,
+        max_bytes: int,
+        read_current: bool = True,
+    ) -> bytes: ...
+
+
 class LookbackPort(Protocol):
     async def search_thread_messages(
         self, *, uid: str, query: object, limit: object = 5
@@ -67,4 +81,7 @@ if TYPE_CHECKING:
         return service
 
     def _memory_service_is_a_port(service: MemoryService) -> MemoryPort:
+        return service
+
+    def _workspace_file_service_is_a_port(service: WorkspaceFileService) -> WorkspaceFilesPort:
         return service

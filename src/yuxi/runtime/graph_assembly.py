@@ -55,6 +55,7 @@ async def assemble_chatbot_graph(
         model=runtime.model,
         memory=services.memory,
         lookback=services.lookback,
+        files=services.files,
         workspace=workspace,
         context=identity,
         system_prompt=agent_input.system_prompt,

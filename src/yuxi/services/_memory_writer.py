@@ -7,7 +7,7 @@ after approval). Either holds, in this order and until it ends:
 1. the per-uid PostgreSQL advisory lock (for an agent, taken by
    ``AgentRunRepository.lock_memory_write``, which also ``SELECT … FOR UPDATE``\\ s the run and
    checks its lease by the database clock; then the switch is read again: off → refused);
-2. the per-uid file lock (:mod:`yuxi.services._memory_lock`);
+2. the per-uid workspace lock (:meth:`~yuxi.workspace.filesystem.Workspace.locked`);
 
 and reads the current file. :meth:`LockedMemory.publish` then records the version (flush),
 publishes the file, and the block commits as it ends, still inside both locks. A block that
@@ -27,7 +27,6 @@ from yuxi.errors import MemoryDisabled, UnauthorizedRun, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
 from yuxi.repositories.agent_run_repository import MemoryWriteAuthorization
-from yuxi.services._memory_lock import memory_file_lock
 from yuxi.services._memory_versions import (
     NO_PROVENANCE,
     CurrentFile,
@@ -144,7 +143,7 @@ class MemoryWriteLock:
     @asynccontextmanager
     async def _locked(self, uow: UnitOfWork, uid: str) -> AsyncIterator[LockedMemory]:
         workspace = self._workspace(uid)
-        async with memory_file_lock(self._root, workspace.directory.name):
+        async with workspace.locked():
             locked = LockedMemory(uow, workspace, uid, await read_current_file(workspace))
             yield locked
             if locked.published:

@@ -15,7 +15,7 @@ so the result says so (``updated``), truthfully.
 
 Every MEMORY.md writer goes through :mod:`yuxi.services._memory_writer`: it holds, in this order,
 the per-uid PostgreSQL advisory lock (the authority across workers, held until the unit of work
-ends) and the per-uid file lock (see :mod:`yuxi.services._memory_lock`), records the version,
+ends) and the per-uid workspace lock (:meth:`Workspace.locked`), records the version,
 publishes by atomic replace and commits.
 
 Each run may make at most ``writes_per_run`` memory writes adding at most ``bytes_per_run`` UTF-8

@@ -16,17 +16,27 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from yuxi.errors import UnauthorizedRun
 from yuxi.identity import RunIdentity
 from yuxi.limits import EVENT_TEXT_BYTES
+from yuxi.services._run_records import (
+    ClaimedRun,
+    Heartbeat,
+    LeaseLost,
+    ProposedToolCall,
+    ReconciledRun,
+    ToolOutcome,
+    claimed_run,
+    not_completed,
+)
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import truncate_utf8
 from yuxi.vocabulary import LEASE_EXPIRED, PARENT_RUN_ENDED
 
 if TYPE_CHECKING:
-    from yuxi.db.models import AgentRun, Conversation
+    from yuxi.db.models import Conversation
 
 __all__ = [
     "ClaimedRun",
@@ -37,71 +47,6 @@ __all__ = [
     "RunService",
     "ToolOutcome",
 ]
-
-
-class LeaseLost(Exception):
-    """This worker no longer owns the run (its lease expired, was reconciled or taken over)."""
-
-
-@dataclass(frozen=True)
-class ClaimedRun:
-    """A run this worker has just claimed: its identity plus what executing it needs."""
-
-    identity: RunIdentity
-    run_type: str
-    input_payload: dict[str, Any]
-    attempt: int
-    created_by_run_id: str | None
-
-
-@dataclass(frozen=True)
-class Heartbeat:
-    """One heartbeat: whether the lease was renewed, and whether a cancel was requested."""
-
-    alive: bool
-    cancel_requested: bool
-
-
-@dataclass(frozen=True)
-class ReconciledRun:
-    run_id: str
-    error_code: str  # LEASE_EXPIRED or PARENT_RUN_ENDED
-
-
-@dataclass(frozen=True)
-class ProposedToolCall:
-    """One tool call the model asked for."""
-
-    tool_call_id: str
-    name: str
-    args: Any
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """A tool's result as the agent saw it; ``status`` is ``"success"`` or ``"error"``."""
-
-    tool_call_id: str
-    name: str
-    content: str
-    status: str
-
-
-def _claimed(row: AgentRun) -> ClaimedRun:
-    assert row.worker_id is not None, "a claimed run has a worker"
-    return ClaimedRun(
-        identity=RunIdentity(
-            uid=row.uid,
-            thread_id=row.conversation_thread_id,
-            run_id=row.id,
-            request_id=row.request_id,
-            worker_id=row.worker_id,
-        ),
-        run_type=row.run_type,
-        input_payload=dict(row.input_payload or {}),
-        attempt=row.attempt,
-        created_by_run_id=row.created_by_run_id,
-    )
 
 
 def _lease_token(identity: RunIdentity) -> str:
@@ -122,7 +67,7 @@ class RunService:
         """Claim the oldest pending chat/resume run for a fresh worker token."""
         async with self._uow() as uow:
             row = await uow.runs.claim_next(lease_seconds=self._lease_seconds)
-            claimed = None if row is None else _claimed(row)
+            claimed = None if row is None else claimed_run(row)
             await uow.commit()
         return claimed
 
@@ -130,7 +75,7 @@ class RunService:
         """Claim one specific pending run (tests, fast paths)."""
         async with self._uow() as uow:
             row = await uow.runs.claim(run_id, lease_seconds=self._lease_seconds)
-            claimed = None if row is None else _claimed(row)
+            claimed = None if row is None else claimed_run(row)
             await uow.commit()
         return claimed
 
@@ -177,6 +122,22 @@ class RunService:
                 raise LeaseLost(identity.run_id)
             yield uow
             await uow.commit()
+
+    @asynccontextmanager
+    async def holding_lease(self, identity: RunIdentity) -> AsyncIterator[None]:
+        """Hold the run's row ``FOR SHARE`` for the block, while its worker owns a live lease.
+
+        For a side effect outside the database (an approved write of a workspace file): a worker
+        that lost its lease gets :class:`~yuxi.errors.UnauthorizedRun` and must not do it; while
+        the block runs, the lease can be neither renewed away nor reconciled.
+        """
+        try:
+            async with self._fenced(identity):
+                yield
+        except LeaseLost:
+            raise UnauthorizedRun(
+                "this run no longer holds its lease; nothing was written"
+            ) from None
 
     @staticmethod
     async def _thread(uow: UnitOfWork, identity: RunIdentity) -> Conversation:
@@ -309,7 +270,7 @@ class RunService:
                 # Calls this run proposed but never answered end with it (an interrupted run's
                 # calls stay open: its resume answers them).
                 await uow.tool_calls.close_pending(
-                    identity.uid, identity.thread_id, _not_completed(status, error_code)
+                    identity.uid, identity.thread_id, not_completed(status, error_code)
                 )
             await uow.commit()
 
@@ -320,7 +281,7 @@ class RunService:
             previous = await uow.runs.previous_top_level_run(identity.thread_id, identity.run_id)
             if previous is None:
                 return None
-            why = _not_completed(previous.status, previous.error_code)
+            why = not_completed(previous.status, previous.error_code)
             await uow.tool_calls.close_pending(identity.uid, identity.thread_id, why)
             return why
 
@@ -385,12 +346,3 @@ class RunService:
             )
             await uow.commit()
         return True
-
-
-def _not_completed(status: str, error_code: str | None) -> str:
-    """What a caller is told about a tool call whose run ended before it did."""
-    how = f"{status} ({error_code})" if error_code else status
-    return (
-        f"Not completed: the run ended ({how}) before this call finished. "
-        "Nothing more will happen for it."
-    )

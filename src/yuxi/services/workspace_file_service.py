@@ -11,14 +11,16 @@ workspace file lock, so two editors with the same ETag cannot both win.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from yuxi.errors import FileTooLarge, InvalidArgument, PreconditionFailed, WorkspaceFileNotFound
+from yuxi.identity import RunIdentity
 from yuxi.limits import FILE_API_MAX_BYTES
-from yuxi.services._memory_lock import memory_file_lock
 from yuxi.services.memory_service import MemoryService
+from yuxi.services.run_service import RunService
 from yuxi.workspace.filesystem import MEMORY_PATH, FileEntry, Workspace, etag_for, if_match_allows
 
 STALE = "the file changed since you loaded it"
@@ -31,9 +33,12 @@ class FileContent:
 
 
 class WorkspaceFileService:
-    def __init__(self, workspaces: Callable[[str], Workspace], memory: MemoryService) -> None:
+    def __init__(
+        self, workspaces: Callable[[str], Workspace], memory: MemoryService, runs: RunService
+    ) -> None:
         self._workspaces = workspaces
         self._memory = memory
+        self._runs = runs
 
     async def list_files(self, uid: str, path: str = "") -> list[FileEntry]:
         """Every entry under ``path`` (recursive); the workspace is created on first use."""
@@ -84,6 +89,38 @@ class WorkspaceFileService:
                     raise PreconditionFailed(STALE)
             await workspace.delete_file(path)
 
+    async def agent_rewrite_file(
+        self,
+        identity: RunIdentity,
+        path: str,
+        rewrite: Callable[[bytes | None], bytes],
+        *,
+        max_bytes: int,
+        read_current: bool = True,
+    ) -> bytes:
+        """An agent run's (approved) write of an ordinary workspace file: ``rewrite`` gets the
+        current bytes (``None`` when missing, or when ``read_current`` is false: a whole-file
+        write) and returns the new ones, which are published.
+
+        The whole read-rewrite-publish holds the run's live lease (a worker that lost it gets
+        :class:`~yuxi.errors.UnauthorizedRun` and writes nothing) and the user's workspace lock
+        (no other editor interleaves). ``rewrite`` may raise to refuse; nothing is written then.
+        MEMORY.md never comes here (``MemoryService.agent_write_memory_file`` writes it).
+        """
+        if path == MEMORY_PATH:
+            raise InvalidArgument("MEMORY.md is written through the memory service")
+        workspace = self._workspaces(identity.uid)
+        if workspace.uid != identity.uid:
+            raise InvalidArgument("the workspace does not belong to the run's user")
+        async with self._runs.holding_lease(identity), workspace.locked():
+            current: bytes | None = None
+            if read_current:
+                with contextlib.suppress(WorkspaceFileNotFound):
+                    current = await workspace.read_file(path, max_bytes)
+            data = rewrite(current)
+            await workspace.write_file(path, data)
+        return data
+
     async def _ready(self, uid: str) -> Workspace:
         workspace = self._workspaces(uid)
         await workspace.ensure_user_workspace()
@@ -95,5 +132,5 @@ class WorkspaceFileService:
         # The user's per-workspace flock (the one MEMORY.md writers hold inside their advisory
         # lock): it makes If-Match check-then-write atomic between editors in any process. It
         # is taken here without a database lock inside, so it cannot deadlock with them.
-        async with memory_file_lock(workspace.root, workspace.directory.name):
+        async with workspace.locked():
             yield

@@ -23,6 +23,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from yuxi.workspace._fd import (
     open_subdir,
     read_at_most,
 )
+from yuxi.workspace._lock import workspace_lock
 from yuxi.workspace._paths import is_temp_name, split_relative_path, workspace_dirname
 from yuxi.workspace._publish import publish_file, remove_stale_temps
 
@@ -136,6 +138,14 @@ class Workspace:
     def directory(self) -> Path:
         """This user's workspace directory (for display/ops only: never open paths under it)."""
         return self._root / self._dirname
+
+    def locked(self) -> AbstractAsyncContextManager[None]:
+        """Hold this user's workspace lock (:mod:`yuxi.workspace._lock`) for a read-modify-write.
+
+        Publishing is atomic without it; what it adds is that no other writer's check-then-write
+        of this user's files (in any process on this host) interleaves with the caller's.
+        """
+        return workspace_lock(self._root, self._dirname)
 
     # --- helpers --------------------------------------------------------------------------
 

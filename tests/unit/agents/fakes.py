@@ -4,6 +4,7 @@ capturing offline model. No database anywhere."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +262,28 @@ class FakeMemory:
         except WorkspaceFileNotFound:
             data = b""
         return data, etag_for(data)
+
+    async def agent_rewrite_file(
+        self,
+        identity: RunIdentity,
+        path: str,
+        rewrite: Callable[[bytes | None], bytes],
+        *,
+        max_bytes: int,
+        read_current: bool = True,
+    ) -> bytes:
+        """The workspace-file port: the lease is trusted (no run row); the lock is real."""
+        self.calls.append(("agent_rewrite_file", {"identity": identity, "path": path}))
+        async with self.workspace.locked():
+            current: bytes | None = None
+            if read_current:
+                try:
+                    current = await self.workspace.read_file(path, max_bytes)
+                except WorkspaceFileNotFound:
+                    current = None
+            data = rewrite(current)
+            await self.workspace.write_file(path, data)
+        return data
 
     async def agent_write_memory_file(
         self,

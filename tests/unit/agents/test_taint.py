@@ -146,6 +146,7 @@ async def _graph(ws: SpyWorkspace, memory: FakeMemory) -> Any:
         model=CapturingModel(),
         memory=memory,
         lookback=memory,
+        files=memory,
         workspace=ws,
         context=CTX,
         system_prompt="You are Yuxi.",

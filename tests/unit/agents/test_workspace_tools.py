@@ -47,7 +47,9 @@ def _setup(tmp_path: Path, *, allow_memory_file: bool = True) -> tuple[dict[str,
     ws = SpyWorkspace(tmp_path / "workspaces")
     ws.ensure_user_workspace_sync()
     memory = FakeMemory(ws)
-    tools = make_workspace_tools(workspace=ws, memory=memory, allow_memory_file=allow_memory_file)
+    tools = make_workspace_tools(
+        workspace=ws, memory=memory, files=memory, allow_memory_file=allow_memory_file
+    )
     return {t.name: t for t in tools}, memory
 
 

@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from yuxi.agents._ports import LookbackPort, MemoryPort
+from yuxi.agents._ports import LookbackPort, MemoryPort, WorkspaceFilesPort
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.middlewares.memory import create_memory_middleware
 from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL, tainted_memory_write_approval
@@ -46,6 +46,7 @@ async def build_chatbot_graph(
     model: BaseChatModel,
     memory: MemoryPort,
     lookback: LookbackPort,
+    files: WorkspaceFilesPort,
     workspace: Workspace,
     context: RunIdentity,
     system_prompt: str,
@@ -68,7 +69,10 @@ async def build_chatbot_graph(
         memory=memory, lookback=lookback, context=context, on_snapshot=on_snapshot
     )
     tools: list[BaseTool] = make_workspace_tools(
-        workspace=workspace, memory=memory, allow_memory_file=memory_middleware is not None
+        workspace=workspace,
+        memory=memory,
+        files=files,
+        allow_memory_file=memory_middleware is not None,
     )
     if delegate_tool is not None:
         tools.append(delegate_tool)

@@ -25,7 +25,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
-from yuxi.agents._ports import MemoryPort
+from yuxi.agents._ports import MemoryPort, WorkspaceFilesPort
 from yuxi.agents.context import RunIdentity, trusted_context
 from yuxi.agents.prompts import (
     EDIT_WORKSPACE_FILE_DESCRIPTION,
@@ -41,6 +41,7 @@ from yuxi.errors import (
     NotText,
     StorageUnavailable,
     UnauthorizedRun,
+    WorkspaceFileNotFound,
 )
 from yuxi.limits import TOOL_READ_MAX_BYTES, TOOL_WRITE_MAX_BYTES
 from yuxi.utils.string_utils import cut_to_char_boundary
@@ -96,10 +97,16 @@ class _Bound:
     """What every tool closure shares: the workspace, its owner check, the memory writer."""
 
     def __init__(
-        self, workspace: Workspace, memory: MemoryPort | None, *, allow_memory_file: bool
+        self,
+        workspace: Workspace,
+        memory: MemoryPort | None,
+        files: WorkspaceFilesPort | None,
+        *,
+        allow_memory_file: bool,
     ) -> None:
         self.workspace = workspace
         self.memory = memory
+        self.files = files
         self.allow_memory_file = allow_memory_file and memory is not None
 
     def identity(self, runtime: ToolRuntime[RunIdentity | None, Any]) -> RunIdentity:
@@ -119,6 +126,10 @@ class _Bound:
     def memory_writer(self) -> MemoryPort:
         assert self.memory is not None  # allow_memory_file implies a memory writer
         return self.memory
+
+    def file_writer(self) -> WorkspaceFilesPort:
+        assert self.files is not None  # only the writing tools, which are built with one
+        return self.files
 
 
 def _decode(data: bytes, path: str) -> str:
@@ -178,7 +189,14 @@ def _write_tool(bound: _Bound) -> BaseTool:
                     identity, data, tool_call_id=runtime.tool_call_id
                 )
             else:
-                await bound.workspace.write_file(normalized, data)
+                # Under the run's live lease and the user's workspace lock.
+                await bound.file_writer().agent_rewrite_file(
+                    identity,
+                    normalized,
+                    lambda _: data,
+                    max_bytes=TOOL_WRITE_MAX_BYTES,
+                    read_current=False,
+                )
         except OSError as exc:
             _log.warning("write_workspace_file failed: %r", exc)
             raise StorageUnavailable("the file was not written; try again") from None
@@ -206,12 +224,8 @@ def _edit_tool(bound: _Bound) -> BaseTool:
         if not old:
             raise InvalidArgument("`old` must not be empty")
         normalized, is_memory = bound.resolve(path)
-        try:
-            etag: str | None = None
-            if is_memory:
-                raw, etag = await bound.memory_writer().read_memory_file(identity.uid)
-            else:
-                raw = await bound.workspace.read_file(normalized, TOOL_WRITE_MAX_BYTES)
+
+        def replaced(raw: bytes) -> bytes:
             text = _decode(raw, normalized)
             count = text.count(old)
             if count != 1:
@@ -221,13 +235,27 @@ def _edit_tool(bound: _Bound) -> BaseTool:
             data = _encode(text.replace(old, new, 1), "`new`")
             if len(data) > TOOL_WRITE_MAX_BYTES:
                 raise FileTooLarge(f"the edited file would exceed {TOOL_WRITE_MAX_BYTES} bytes")
+            return data
+
+        def rewrite(current: bytes | None) -> bytes:
+            if current is None:
+                raise WorkspaceFileNotFound(f"file not found: {normalized}")
+            return replaced(current)
+
+        try:
             if is_memory:
+                raw, etag = await bound.memory_writer().read_memory_file(identity.uid)
+                data = replaced(raw)
                 # If-Match on the version just read: a concurrent remember_memory is never lost.
                 await bound.memory_writer().agent_write_memory_file(
                     identity, data, tool_call_id=runtime.tool_call_id, if_match=etag
                 )
             else:
-                await bound.workspace.write_file(normalized, data)
+                # Read, replace and publish under the run's live lease and the workspace lock:
+                # a user's edit in between is never lost.
+                data = await bound.file_writer().agent_rewrite_file(
+                    identity, normalized, rewrite, max_bytes=TOOL_WRITE_MAX_BYTES
+                )
         except OSError as exc:
             _log.warning("edit_workspace_file failed: %r", exc)
             raise StorageUnavailable("the file was not edited; try again") from None
@@ -248,13 +276,20 @@ def _edit_tool(bound: _Bound) -> BaseTool:
 
 
 def make_workspace_tools(
-    *, workspace: Workspace, memory: MemoryPort, allow_memory_file: bool = True
+    *,
+    workspace: Workspace,
+    memory: MemoryPort,
+    files: WorkspaceFilesPort,
+    allow_memory_file: bool = True,
 ) -> list[BaseTool]:
-    """``read_workspace_file``, ``write_workspace_file``, ``edit_workspace_file`` for one user."""
-    bound = _Bound(workspace, memory, allow_memory_file=allow_memory_file)
+    """``read_workspace_file``, ``write_workspace_file``, ``edit_workspace_file`` for one user.
+
+    Writes of ordinary files go through ``files`` (the run's live lease and the user's
+    workspace lock); MEMORY.md through ``memory``."""
+    bound = _Bound(workspace, memory, files, allow_memory_file=allow_memory_file)
     return [_read_tool(bound), _write_tool(bound), _edit_tool(bound)]
 
 
 def make_read_workspace_tool(*, workspace: Workspace) -> BaseTool:
     """Read-only ``read_workspace_file`` that refuses MEMORY.md (for SubAgents)."""
-    return _read_tool(_Bound(workspace, None, allow_memory_file=False))
+    return _read_tool(_Bound(workspace, None, None, allow_memory_file=False))

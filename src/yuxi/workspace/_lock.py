@@ -1,4 +1,8 @@
-"""A per-user file lock taken *inside* the PostgreSQL advisory lock around every MEMORY.md write.
+"""The per-user workspace lock: every read-modify-write of a user's files holds it.
+
+MEMORY.md writers take it *inside* the PostgreSQL advisory lock; the file API and the agent's
+generic file tools take it alone around their check-then-write (no database lock inside, so it
+cannot deadlock with them).
 
 The advisory lock is the authority that serializes writers across workers. It lives as long as
 the database session: if that connection dies mid-write, PostgreSQL releases the lock while this
@@ -56,7 +60,7 @@ def _process_lock(path: Path) -> asyncio.Lock:
 
 
 @asynccontextmanager
-async def memory_file_lock(workspace_root: Path, workspace_dir_name: str) -> AsyncIterator[None]:
+async def workspace_lock(workspace_root: Path, workspace_dir_name: str) -> AsyncIterator[None]:
     """Hold the user's lock file exclusively for the block.
 
     Waiting never occupies a thread: this process's waiters queue on an :class:`asyncio.Lock`
@@ -66,7 +70,7 @@ async def memory_file_lock(workspace_root: Path, workspace_dir_name: str) -> Asy
     server, the lock holder waiting for a thread to write with.) Cancelling a waiter is safe at
     any point; the file descriptor is always closed.
     """
-    path = workspace_root / ".locks" / f"{workspace_dir_name}.memory.lock"
+    path = workspace_root / ".locks" / f"{workspace_dir_name}.lock"
     async with _process_lock(path):
         fd = await asyncio.to_thread(_open, path)
         try:
