@@ -40,6 +40,7 @@ Three audiences, three kinds of error (kept apart on purpose):
         ├── MemoryDisabled                 memory_disabled       (the user's switch is off)
         ├── MemoryTooLarge                 memory_too_large      (MEMORY.md would pass 128 KiB)
         ├── MemoryQuotaExceeded            memory_quota_exceeded (the run's write quota is used)
+        ├── MemoryReadOnly                 memory_read_only      (an evaluation run: read only)
         ├── MemoryInvalidEncoding          memory_invalid_encoding
         ├── ForbiddenPath                  forbidden_path        (MEMORY.md without memory)
         ├── NotText                        not_text              (a file that is not UTF-8)
@@ -158,6 +159,10 @@ class MemoryTooLarge(ToolError):
 
 class MemoryQuotaExceeded(ToolError):
     code = "memory_quota_exceeded"
+
+
+class MemoryReadOnly(ToolError):
+    code = "memory_read_only"
 
 
 class MemoryInvalidEncoding(ToolError):

@@ -36,6 +36,9 @@ CONVERSATION_SOURCES: Final = ("chat", "agent_call", "agent_evaluation")
 AGENT_CALL_SOURCES: Final = ("agent_call", "agent_evaluation")
 #: Sources that history lookback never sees: exactly the one-shot agent calls.
 HIDDEN_SOURCES: Final = AGENT_CALL_SOURCES
+#: Threads whose runs see memory but never change it: an evaluation must not alter a user's
+#: real memory. (An ``agent_call`` is the user's own request on their own token: it may write.)
+MEMORY_READ_ONLY_SOURCES: Final = ("agent_evaluation",)
 MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
 
 # -- tool calls ---------------------------------------------------------------------------------

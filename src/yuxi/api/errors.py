@@ -47,6 +47,7 @@ STATUS_BY_CODE = {
     "memory_conflict": 409,
     "memory_too_large": 413,
     "memory_quota_exceeded": 429,
+    "memory_read_only": 403,
     "memory_invalid_encoding": 400,
     "forbidden_path": 403,
     "not_text": 400,

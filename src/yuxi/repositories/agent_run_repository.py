@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from yuxi.db.models import AgentRun
+from yuxi.db.models import AgentRun, Conversation
 from yuxi.errors import ActiveRunExists, Conflict
 from yuxi.identity import RunIdentity
 from yuxi.repositories import _run_lease as lease
@@ -29,6 +29,7 @@ from yuxi.repositories._run_lease import new_worker_id, owned_live_lease
 from yuxi.vocabulary import (
     CLAIMABLE_RUN_TYPES,
     LEASE_EXPIRED,
+    MEMORY_READ_ONLY_SOURCES,
     MEMORY_WRITE_RUN_TYPES,
     PARENT_RUN_ENDED,
     SETTLED_RUN_STATUSES,
@@ -57,6 +58,8 @@ class MemoryWriteAuthorization:
     reason: str = ""
     memory_writes: int = 0
     memory_write_bytes: int = 0
+    #: The run's thread may read memory but never change it (an evaluation).
+    read_only: bool = False
 
 
 class AgentRunRepository:
@@ -336,9 +339,13 @@ class AgentRunRepository:
                     (AgentRun.lease_expires_at > func.now()).label("lease_alive"),
                     AgentRun.memory_writes,
                     AgentRun.memory_write_bytes,
+                    select(Conversation.source)
+                    .where(Conversation.thread_id == AgentRun.conversation_thread_id)
+                    .scalar_subquery()
+                    .label("source"),
                 )
                 .where(AgentRun.id == run_id)
-                .with_for_update()
+                .with_for_update(of=AgentRun)
             )
         ).one_or_none()
         if row is None:
@@ -356,7 +363,13 @@ class AgentRunRepository:
         for ok, reason in checks:
             if not ok:
                 return MemoryWriteAuthorization(False, reason)
-        return MemoryWriteAuthorization(True, "", row.memory_writes, row.memory_write_bytes)
+        return MemoryWriteAuthorization(
+            True,
+            "",
+            row.memory_writes,
+            row.memory_write_bytes,
+            read_only=row.source in MEMORY_READ_ONLY_SOURCES,
+        )
 
     async def count_memory_write(self, run_id: str, added_bytes: int) -> None:
         """Add one write of ``added_bytes`` to the run's quota used (call under the gate)."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yuxi.db.models import MemoryVersion
-from yuxi.errors import MemoryDisabled, UnauthorizedRun, WorkspaceFileNotFound
+from yuxi.errors import MemoryDisabled, MemoryReadOnly, UnauthorizedRun, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
 from yuxi.repositories.agent_run_repository import MemoryWriteAuthorization
@@ -133,6 +133,10 @@ class MemoryWriteLock:
             auth = await uow.runs.lock_memory_write(identity)
             if not auth.ok:
                 raise UnauthorizedRun(f"this run may not write memory: {auth.reason}")
+            if auth.read_only:
+                raise MemoryReadOnly(
+                    "this is an evaluation run: it sees memory but may not change it"
+                )
             # Re-read the switch under the lock: turning memory off mid-run wins.
             if not await uow.users.memory_enabled(identity.uid):
                 raise MemoryDisabled("memory is turned off for this user")
