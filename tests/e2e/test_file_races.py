@@ -30,7 +30,11 @@ async def test_one_of_eight_puts_with_the_same_etag_wins(
     uid, token = await create_user_with_token(container, "racer")
     clients = _clients(live_server, token)
     try:
-        first = await clients[0].put(FILES + path, content="版本 0\n".encode())
+        # MEMORY.md always exists and is never replaced blindly; a new file is created only.
+        precondition = {"If-Match": "*"} if path == "agents/MEMORY.md" else {"If-None-Match": "*"}
+        first = await clients[0].put(
+            FILES + path, content="版本 0\n".encode(), headers=precondition
+        )
         assert first.status_code == 204, first.text
         etag = first.headers["ETag"]
         for round_ in range(3):

@@ -15,6 +15,7 @@ from yuxi.errors import (
     InvalidArgument,
     NotFound,
     PreconditionFailed,
+    PreconditionRequired,
     Unauthorized,
     WorkspaceFileNotFound,
 )
@@ -203,3 +204,27 @@ async def test_files_must_be_utf8_and_memory_goes_through_the_memory_service(
     assert (await files.read_file(uid, "agents/MEMORY.md")).data == b"- tea\n"
     await files.delete_file(uid, "agents/MEMORY.md", if_match=etag)
     assert (await files.read_file(uid, "agents/MEMORY.md")).data == b""
+
+
+async def test_memory_is_never_replaced_blindly_and_if_none_match_creates_only(
+    container: Container,
+) -> None:
+    """Issue 10 §5: a PUT of MEMORY.md without If-Match is 428; If-None-Match: * creates only."""
+    uid = await make_user(container)
+    files = container.services.files
+    memory = await files.read_file(uid, "agents/MEMORY.md")
+    await files.write_file(uid, "agents/MEMORY.md", "- 我喝乌龙茶\n".encode(), if_match=memory.etag)
+    before = _sha(container, uid, "agents/MEMORY.md")
+    with pytest.raises(PreconditionRequired) as blind:
+        await files.write_file(uid, "agents/MEMORY.md", b"blind overwrite\n")
+    assert status_for(blind.value) == 428
+    with pytest.raises(PreconditionFailed):
+        await files.write_file(uid, "agents/MEMORY.md", b"x\n", if_none_match="*")
+    assert _sha(container, uid, "agents/MEMORY.md") == before
+    # Create-only on an ordinary file: the first wins, a second is 412 and changes nothing.
+    etag = await files.write_file(uid, "notes/new.md", "新建\n".encode(), if_none_match="*")
+    with pytest.raises(PreconditionFailed):
+        await files.write_file(uid, "notes/new.md", b"again\n", if_none_match="*")
+    assert (await files.read_file(uid, "notes/new.md")).etag == etag
+    with pytest.raises(InvalidArgument):
+        await files.write_file(uid, "notes/other.md", b"x", if_none_match='"abc"')

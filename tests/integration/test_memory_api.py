@@ -64,10 +64,17 @@ class Api:
         return await self.client.post(path, headers={**auth, **headers})
 
     async def put_file(self, auth: dict[str, str], text: str) -> httpx.Response:
+        """Replace MEMORY.md the way a client must: If-Match the ETag it just read."""
+        path = "/api/v1/workspace/files/agents/MEMORY.md"
+        current = await self.client.get(path, headers=auth)
         return await self.client.put(
-            "/api/v1/workspace/files/agents/MEMORY.md",
+            path,
             content=text.encode(),
-            headers={**auth, "Content-Type": "text/plain; charset=utf-8"},
+            headers={
+                **auth,
+                "Content-Type": "text/plain; charset=utf-8",
+                "If-Match": current.headers["ETag"],
+            },
         )
 
 

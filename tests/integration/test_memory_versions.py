@@ -100,8 +100,10 @@ async def test_tool_add_and_replace_record_agent_versions(container: Container) 
 async def test_file_api_put_and_delete_record_user_versions(container: Container) -> None:
     uid = await make_user(container, memory=False)
     files = container.services.files
-    await files.write_file(uid, MEMORY_PATH, "用户自己写的\n".encode())
-    await files.write_file(uid, MEMORY_PATH, "用户自己写的\n".encode())  # same bytes: no change
+    await files.write_file(uid, MEMORY_PATH, "用户自己写的\n".encode(), if_match="*")
+    await files.write_file(
+        uid, MEMORY_PATH, "用户自己写的\n".encode(), if_match="*"
+    )  # same bytes: no change
     await files.delete_file(uid, MEMORY_PATH)
     edit, delete = await _chain(container, uid)
     assert (edit.actor, edit.kind, delete.actor, delete.kind) == ("user", "edit", "user", "delete")

@@ -55,9 +55,12 @@ async def write_file(
     uid: UidDep,
     services: ServicesDep,
     if_match: Annotated[str | None, Header()] = None,
+    if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     data = await _body(request)
-    etag = await services.files.write_file(uid, path, data, if_match=if_match)
+    etag = await services.files.write_file(
+        uid, path, data, if_match=if_match, if_none_match=if_none_match
+    )
     return Response(status_code=204, headers={"ETag": etag})
 
 

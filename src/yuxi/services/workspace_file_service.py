@@ -16,7 +16,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from yuxi.errors import FileTooLarge, InvalidArgument, PreconditionFailed, WorkspaceFileNotFound
+from yuxi.errors import (
+    FileTooLarge,
+    InvalidArgument,
+    PreconditionFailed,
+    PreconditionRequired,
+    WorkspaceFileNotFound,
+)
 from yuxi.identity import RunIdentity
 from yuxi.limits import FILE_API_MAX_BYTES
 from yuxi.services.memory_service import MemoryService
@@ -54,11 +60,32 @@ class WorkspaceFileService:
         return FileContent(data, etag_for(data))
 
     async def write_file(
-        self, uid: str, path: str, data: bytes, *, if_match: str | None = None
+        self,
+        uid: str,
+        path: str,
+        data: bytes,
+        *,
+        if_match: str | None = None,
+        if_none_match: str | None = None,
     ) -> str:
-        """Replace (or create) a UTF-8 text file; returns its new ETag."""
+        """Replace (or create) a UTF-8 text file; returns its new ETag.
+
+        ``if_none_match="*"`` creates only: an existing file is refused with 412. MEMORY.md is
+        never replaced blindly: without ``if_match`` (its ETag from a read, or ``*``) the write
+        is refused with :class:`~yuxi.errors.PreconditionRequired` (428).
+        """
         workspace = await self._ready(uid)
+        if if_none_match is not None and if_none_match.strip() != "*":
+            raise InvalidArgument('If-None-Match on a write may only be "*" (create only)')
+        create_only = if_none_match is not None
         if path == MEMORY_PATH:
+            if create_only:
+                raise PreconditionFailed("MEMORY.md already exists")  # every workspace has one
+            if if_match is None:
+                raise PreconditionRequired(
+                    "replace MEMORY.md with If-Match: <its ETag from GET> (or *), so an edit "
+                    "never overwrites memory it has not seen"
+                )
             return await self._memory.write_memory_file(uid, data, if_match=if_match)
         if len(data) > FILE_API_MAX_BYTES:
             raise FileTooLarge(f"files may be at most {FILE_API_MAX_BYTES} bytes")
@@ -67,11 +94,13 @@ class WorkspaceFileService:
         except UnicodeDecodeError:
             raise InvalidArgument("files must be valid UTF-8 text") from None
         async with self._edit_lock(workspace):
-            if if_match is not None:
+            if if_match is not None or create_only:
                 try:
                     current = etag_for(await workspace.read_file(path, FILE_API_MAX_BYTES))
                 except WorkspaceFileNotFound:
                     current = ""  # a missing file matches only "*"
+                if create_only and current:
+                    raise PreconditionFailed(f"{path} already exists")
                 if not if_match_allows(if_match, current):
                     raise PreconditionFailed(STALE)
             await workspace.write_file(path, data)
