@@ -22,15 +22,6 @@ class MemoryVersionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def newest(self, uid: str) -> MemoryVersion | None:
-        row = await self.session.execute(
-            select(MemoryVersion)
-            .where(MemoryVersion.uid == uid)
-            .order_by(MemoryVersion.id.desc())
-            .limit(1)
-        )
-        return row.scalar_one_or_none()
-
     async def list_newest_first(self, uid: str) -> list[MemoryVersion]:
         """Every retained version of ``uid`` (retention bounds how many there are)."""
         rows = await self.session.execute(
@@ -63,11 +54,26 @@ class MemoryVersionRepository:
         await self.session.refresh(version, ["created_at"])
         return version
 
+    async def newest_sha256(self, uid: str) -> str | None:
+        """The sha256 of the newest version (its content is not loaded)."""
+        row = await self.session.execute(
+            select(MemoryVersion.sha256)
+            .where(MemoryVersion.uid == uid)
+            .order_by(MemoryVersion.id.desc())
+            .limit(1)
+        )
+        return row.scalar_one_or_none()
+
     async def prune(self, uid: str, *, keep: int, max_bytes: int) -> int:
         """Drop the oldest versions beyond the newest ``keep``, then the oldest while the sizes
         of the rest sum to more than ``max_bytes``. The newest version is never dropped.
-        Returns how many rows went."""
-        ranked = (
+        Returns how many rows went.
+
+        The kept versions are a newest-first prefix, so one index scan of at most ``keep`` rows
+        finds the oldest id to keep and one index range deletes everything older (a window over
+        all of the user's rows in ``DELETE … IN (…)`` cost ~5 ms per write in benchmark B1).
+        """
+        newest = (
             select(
                 MemoryVersion.id.label("id"),
                 func.row_number().over(order_by=MemoryVersion.id.desc()).label("rank"),
@@ -76,14 +82,18 @@ class MemoryVersionRepository:
                 .label("kept_bytes"),
             )
             .where(MemoryVersion.uid == uid)
+            .order_by(MemoryVersion.id.desc())
+            .limit(keep)
             .subquery()
         )
-        doomed = select(ranked.c.id).where(
-            ranked.c.rank > 1, (ranked.c.rank > keep) | (ranked.c.kept_bytes > max_bytes)
+        oldest_kept = (
+            select(func.min(newest.c.id))
+            .where((newest.c.rank == 1) | (newest.c.kept_bytes <= max_bytes))
+            .scalar_subquery()
         )
         result = await self.session.execute(
             delete(MemoryVersion)
-            .where(MemoryVersion.uid == uid, MemoryVersion.id.in_(doomed))
+            .where(MemoryVersion.uid == uid, MemoryVersion.id < oldest_kept)
             .execution_options(synchronize_session=False)
         )
         return int(getattr(result, "rowcount", 0) or 0)

@@ -95,8 +95,7 @@ async def record_change(
 ) -> MemoryVersion:
     """Record the change ``current`` → ``result`` (repairing a gap first); returns the row."""
     repo = uow.memory_versions
-    newest = await repo.newest(uid)
-    known = newest.sha256 if newest is not None else EMPTY_SHA256
+    known = await repo.newest_sha256(uid) or EMPTY_SHA256
     if current.sha256 != known:
         await repo.add(
             MemoryVersion(
