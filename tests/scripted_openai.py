@@ -46,6 +46,13 @@ class Turn:
     content: str = ""
     tool_calls: Sequence[ToolCallScript] = ()
     finish_reason: str | None = "stop"
+    #: Not 200: answer with this HTTP error instead (e.g. 429, 500).
+    status: int = 200
+    #: Seconds to wait before answering (a slow provider).
+    delay: float = 0.0
+    #: (prompt, completion) tokens of the final usage chunk, sent when the client asked for it
+    #: (``stream_options.include_usage``).
+    usage: tuple[int, int] = (11, 7)
 
 
 def dangling_tool_calls(messages: Sequence[dict[str, Any]]) -> list[str]:
@@ -97,11 +104,25 @@ class ScriptedOpenAI:
                 status_code=400,
             )
         turn = self.turns.pop(0) if self.turns else Turn(content="(the script has ended)")
+        if turn.delay:
+            await asyncio.sleep(turn.delay)
+        if turn.status != 200:
+            return JSONResponse(
+                {"error": {"message": f"scripted {turn.status}", "type": "scripted_error"}},
+                status_code=turn.status,
+                headers={"retry-after-ms": "10"},
+            )
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        if isinstance(limit, int) and len(turn.content.split()) > limit:
+            # A provider cuts the answer at max_tokens (one word = one token here).
+            turn = Turn(content=" ".join(turn.content.split()[:limit]), finish_reason="length")
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return StreamingResponse(
-            self._stream(turn, body.get("model", "scripted")), media_type="text/event-stream"
+            self._stream(turn, body.get("model", "scripted"), include_usage),
+            media_type="text/event-stream",
         )
 
-    async def _stream(self, turn: Turn, model: str) -> AsyncIterator[bytes]:
+    async def _stream(self, turn: Turn, model: str, include_usage: bool) -> AsyncIterator[bytes]:
         created = int(time.time())
         n = len(self.requests)
 
@@ -139,6 +160,21 @@ class ScriptedOpenAI:
         if turn.finish_reason is None:
             return  # the connection drops: no finish reason, no [DONE]
         yield chunk({}, turn.finish_reason)
+        if include_usage:
+            prompt, completion = turn.usage
+            usage = {
+                "id": f"chatcmpl-{n}",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            }
+            yield f"data: {json.dumps(usage)}\n\n".encode()
         yield b"data: [DONE]\n\n"
 
     # -- lifecycle ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.db.engine import create_engine, create_session_factory, libpq_url
-from yuxi.runtime.agent_runtime import AgentRuntime
+from yuxi.runtime.agent_runtime import AgentRuntime, RunLimits
 from yuxi.services.chat_service import ChatService
 from yuxi.services.lookback_service import LookbackService
 from yuxi.services.memory_history_service import MemoryHistoryService
@@ -135,8 +135,16 @@ async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime
     from yuxi.agents.models.factory import build_chat_model
     from yuxi.db.checkpointer import open_checkpointer
 
+    settings = container.settings
+    limits = RunLimits(
+        model_calls=settings.run_model_call_limit,
+        tool_calls=settings.run_tool_call_limit,
+        timeout_seconds=settings.run_timeout_seconds,
+    )
     async with open_checkpointer(container.database_url) as checkpointer:
-        yield AgentRuntime(model=build_chat_model(container.settings), checkpointer=checkpointer)
+        yield AgentRuntime(
+            model=build_chat_model(settings), checkpointer=checkpointer, limits=limits
+        )
 
 
 def build_worker(container: Container, runtime: AgentRuntime, *, name: str = "worker") -> Worker:

@@ -62,6 +62,18 @@ TITLE_MAX_CHARS = 200
 #: A thread's automatic title: the first line of its first message.
 AUTO_TITLE_MAX_CHARS = 80
 
+# -- the chat model and each run's budget (defaults of the YUXI_* settings of the same names) ---
+#: ``max_tokens`` of every model call (YUXI_MODEL_MAX_TOKENS).
+MODEL_MAX_TOKENS = 2048
+#: One model request's timeout (YUXI_MODEL_TIMEOUT_SECONDS) and retries (YUXI_MODEL_MAX_RETRIES).
+MODEL_TIMEOUT_SECONDS = 60.0
+MODEL_MAX_RETRIES = 2
+#: Model calls and tool calls one run may make (YUXI_RUN_MODEL_CALL_LIMIT, _TOOL_CALL_LIMIT).
+RUN_MODEL_CALL_LIMIT = 25
+RUN_TOOL_CALL_LIMIT = 50
+#: A run's wall clock, enforced by its worker (YUXI_RUN_TIMEOUT_SECONDS).
+RUN_TIMEOUT_SECONDS = 600.0
+
 # -- runs ---------------------------------------------------------------------------------------
 #: A user message (``POST /threads/{id}/runs``, agent calls).
 RUN_INPUT_MAX_BYTES = 32 * KIB

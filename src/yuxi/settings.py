@@ -12,7 +12,16 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from yuxi.errors import ConfigurationError
-from yuxi.limits import MEMORY_BYTES_PER_RUN, MEMORY_WRITES_PER_RUN
+from yuxi.limits import (
+    MEMORY_BYTES_PER_RUN,
+    MEMORY_WRITES_PER_RUN,
+    MODEL_MAX_RETRIES,
+    MODEL_MAX_TOKENS,
+    MODEL_TIMEOUT_SECONDS,
+    RUN_MODEL_CALL_LIMIT,
+    RUN_TIMEOUT_SECONDS,
+    RUN_TOOL_CALL_LIMIT,
+)
 
 
 class Settings(BaseSettings):
@@ -26,6 +35,16 @@ class Settings(BaseSettings):
     model: str | None = None
     model_base_url: str | None = None
     model_api_key: SecretStr | None = None
+    #: Passed to the provider through LangChain on every model call.
+    model_max_tokens: int = Field(default=MODEL_MAX_TOKENS, ge=1, le=1_000_000)
+    #: Unset → the provider's default.
+    model_temperature: float | None = Field(default=None, ge=0, le=2)
+    model_timeout_seconds: float = Field(default=MODEL_TIMEOUT_SECONDS, gt=0, le=3600)
+    model_max_retries: int = Field(default=MODEL_MAX_RETRIES, ge=0, le=10)
+    #: One run's budget: model calls and tool calls (LangChain's limit middleware), wall clock.
+    run_model_call_limit: int = Field(default=RUN_MODEL_CALL_LIMIT, ge=1, le=10_000)
+    run_tool_call_limit: int = Field(default=RUN_TOOL_CALL_LIMIT, ge=1, le=10_000)
+    run_timeout_seconds: float = Field(default=RUN_TIMEOUT_SECONDS, gt=0, le=86_400)
 
     #: A worker's lease on a claimed run; renewed every ``heartbeat_seconds``.
     lease_seconds: float = Field(default=30.0, gt=0)

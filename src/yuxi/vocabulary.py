@@ -26,6 +26,12 @@ SETTLED_RUN_STATUSES: Final = ("completed", "failed", "cancelled", "interrupted"
 #: it (``model_output_truncated``, ...).
 RUN_ERROR: Final = "run_error"  # an unexpected exception
 RUN_STEP_LIMIT: Final = "run_step_limit"  # more graph steps than limits.RUN_MAX_STEPS
+RUN_LIMIT_EXCEEDED: Final = "run_limit_exceeded"  # its model-call or tool-call limit
+RUN_TIMEOUT: Final = "run_timeout"  # its wall clock (YUXI_RUN_TIMEOUT_SECONDS)
+MODEL_RATE_LIMITED: Final = "model_rate_limited"  # the provider said 429 after every retry
+MODEL_TIMEOUT: Final = "model_timeout"  # the provider did not answer in time
+MODEL_UNAVAILABLE: Final = "model_unavailable"  # 5xx or no connection after every retry
+MODEL_REQUEST_REFUSED: Final = "model_request_refused"  # any other 4xx (auth, bad request)
 LEASE_EXPIRED: Final = "worker_lease_expired"  # its worker stopped renewing the lease
 PARENT_RUN_ENDED: Final = "parent_run_ended"  # a SubAgent run whose parent is over
 

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["AgentRuntime"]
+__all__ = ["AgentRuntime", "RunLimits"]
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """One run's budget (the YUXI_RUN_* settings): model calls, tool calls, wall clock."""
+
+    model_calls: int
+    tool_calls: int
+    timeout_seconds: float
 
 
 @dataclass(frozen=True)
@@ -20,3 +29,4 @@ class AgentRuntime:
 
     model: BaseChatModel
     checkpointer: Any  # langgraph's AsyncPostgresSaver
+    limits: RunLimits

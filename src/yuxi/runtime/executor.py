@@ -11,19 +11,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphRecursionError
 
 from yuxi.agents.middlewares.tool_call_integrity import closing_messages
-from yuxi.errors import YuxiError
 from yuxi.limits import RUN_MAX_STEPS
 from yuxi.runtime.graph_assembly import assemble_chatbot_graph, build_graph_input
+from yuxi.runtime.run_failures import classify_failure
 from yuxi.runtime.stream_events import (
     AssistantReplied,
     InterruptRequested,
+    RunUsage,
     StreamEvent,
     StreamTranslator,
     TokenText,
@@ -31,7 +31,6 @@ from yuxi.runtime.stream_events import (
     ToolFinished,
 )
 from yuxi.services.run_service import ClaimedRun, LeaseLost
-from yuxi.vocabulary import RUN_ERROR, RUN_STEP_LIMIT
 from yuxi.workspace.filesystem import Workspace
 
 if TYPE_CHECKING:
@@ -47,6 +46,7 @@ _log = logging.getLogger(__name__)
 class _Outcome:
     reply: str = ""
     interrupt: Any = None
+    usage: RunUsage = field(default_factory=RunUsage)
 
 
 class RunExecutor:
@@ -86,6 +86,7 @@ class RunExecutor:
             if claimed.run_type == "chat":
                 graph_input = await self._close_open_calls(claimed, earlier, graph_input)
             translator = StreamTranslator(m.id for m in earlier if getattr(m, "id", None))
+            outcome.usage = translator.usage
             async for mode, chunk in graph.astream(
                 graph_input, config, context=identity, stream_mode=["updates", "messages"]
             ):
@@ -95,32 +96,32 @@ class RunExecutor:
                 await self._record(claimed, event, outcome)
         except (LeaseLost, asyncio.CancelledError):
             raise
-        except GraphRecursionError:
-            _log.warning("run %s reached its step limit", identity.run_id)
-            await runs.finish(
-                identity,
-                "failed",
-                error_code=RUN_STEP_LIMIT,
-                error_message=f"the run took more than {RUN_MAX_STEPS} steps and was stopped",
-            )
-            return
-        except YuxiError as exc:
-            _log.warning("run %s failed: %s", identity.run_id, exc)
-            await runs.finish(identity, "failed", error_code=exc.code, error_message=exc.message)
-            return
         except Exception as exc:
-            _log.exception("run %s failed", identity.run_id)
+            failure = classify_failure(exc)
+            if failure.expected:
+                _log.warning("run %s failed: %s (%r)", identity.run_id, failure.code, exc)
+            else:
+                _log.exception("run %s failed", identity.run_id)
             await runs.finish(
                 identity,
                 "failed",
-                error_code=RUN_ERROR,
-                error_message=f"{type(exc).__name__}: {exc}",
+                error_code=failure.code,
+                error_message=failure.message,
+                output={"usage": outcome.usage.to_payload()},
             )
             return
         if outcome.interrupt is not None:
-            await runs.finish(identity, "interrupted", output={"interrupt": outcome.interrupt})
+            await runs.finish(
+                identity,
+                "interrupted",
+                output={"interrupt": outcome.interrupt, "usage": outcome.usage.to_payload()},
+            )
         else:
-            await runs.finish(identity, "completed", output={"reply": outcome.reply})
+            await runs.finish(
+                identity,
+                "completed",
+                output={"reply": outcome.reply, "usage": outcome.usage.to_payload()},
+            )
 
     async def _close_open_calls(
         self, claimed: ClaimedRun, earlier: list[Any], graph_input: Any

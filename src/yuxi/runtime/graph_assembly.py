@@ -45,7 +45,13 @@ async def assemble_chatbot_graph(
     async def on_snapshot(snapshot: MemorySnapshot) -> None:
         await runs.record_memory_snapshot(identity, snapshot.sha256, snapshot.size)
 
-    subagents = SubagentRunner(runs, runtime.model, workspace)
+    subagents = SubagentRunner(
+        runs,
+        runtime.model,
+        workspace,
+        model_call_limit=runtime.limits.model_calls,
+        tool_call_limit=runtime.limits.tool_calls,
+    )
 
     async def run_subagent(task: str, tool_runtime: ToolRuntime[Any, Any]) -> SubagentReply:
         # The delegate tool has checked that tool_runtime.context is this top-level run.
@@ -62,6 +68,8 @@ async def assemble_chatbot_graph(
         delegate_tool=make_delegate_tool(run_subagent),
         checkpointer=runtime.checkpointer,
         on_snapshot=on_snapshot,
+        model_call_limit=runtime.limits.model_calls,
+        tool_call_limit=runtime.limits.tool_calls,
     )
 
 

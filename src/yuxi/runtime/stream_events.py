@@ -18,7 +18,7 @@ A tool's outcome is its ``ToolMessage.status`` — the tool layer turns every fa
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, TypeAlias
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
@@ -88,13 +88,35 @@ def message_text(message: BaseMessage) -> str:
     return "".join(parts)
 
 
+@dataclass
+class RunUsage:
+    """Token usage summed over one run's model calls (``usage_metadata`` of each AI message;
+    a provider that reports none adds a call and no tokens)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    model_calls: int = 0
+
+    def add(self, message: AIMessage) -> None:
+        self.model_calls += 1
+        usage: dict[str, Any] = dict(message.usage_metadata or {})
+        self.input_tokens += int(usage.get("input_tokens", 0) or 0)
+        self.output_tokens += int(usage.get("output_tokens", 0) or 0)
+        self.total_tokens += int(usage.get("total_tokens", 0) or 0)
+
+    def to_payload(self) -> dict[str, int]:
+        return asdict(self)
+
+
 class StreamTranslator:
-    """Stateful across one run's stream (token buffer, seen message ids); never does I/O."""
+    """Stateful across one run's stream (token buffer, seen message ids, usage); no I/O."""
 
     def __init__(self, seen_message_ids: Iterable[str] = ()) -> None:
         self._seen = set(seen_message_ids)
         self._tokens: list[str] = []
         self._buffered = 0
+        self.usage = RunUsage()
 
     def feed(self, mode: str, chunk: Any) -> list[StreamEvent]:
         if mode == "messages":
@@ -154,6 +176,7 @@ class StreamTranslator:
                 return None
             self._seen.add(message.id)
         if isinstance(message, AIMessage):
+            self.usage.add(message)
             if message.tool_calls:
                 calls = tuple(
                     ProposedToolCall(

@@ -25,10 +25,19 @@ __all__ = ["SubagentRunner"]
 
 
 class SubagentRunner:
-    def __init__(self, runs: RunService, model: BaseChatModel, workspace: Workspace) -> None:
+    def __init__(
+        self,
+        runs: RunService,
+        model: BaseChatModel,
+        workspace: Workspace,
+        *,
+        model_call_limit: int | None = None,
+        tool_call_limit: int | None = None,
+    ) -> None:
         self._runs = runs
         self._model = model
         self._workspace = workspace
+        self._limits = (model_call_limit, tool_call_limit)
 
     async def run(self, parent: RunIdentity, task: str) -> SubagentReply:
         """The SubAgent's answer as the delegate tool's result.
@@ -42,7 +51,11 @@ class SubagentRunner:
             workspace=self._workspace, identity=child, base_prompt=SUBAGENT_SYSTEM_PROMPT
         )
         graph = build_subagent_graph(
-            model=self._model, workspace=self._workspace, system_prompt=agent_input.system_prompt
+            model=self._model,
+            workspace=self._workspace,
+            system_prompt=agent_input.system_prompt,
+            model_call_limit=self._limits[0],
+            tool_call_limit=self._limits[1],
         )
         try:
             result = await graph.ainvoke({"messages": [HumanMessage(content=task)]}, context=child)

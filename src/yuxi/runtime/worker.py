@@ -6,6 +6,8 @@ PostgreSQL and the data directory. A claim takes the oldest pending run for a fr
 (the lease expired, was reconciled, or the row changed owner) the worker cancels the run's task
 at once and never finishes it: the run's fate is no longer its to decide. A cancel request seen
 by the heartbeat cancels the task too, and then the worker records ``cancelled`` as the owner.
+A run still going after ``YUXI_RUN_TIMEOUT_SECONDS`` is cancelled the same way and recorded as
+failed with ``run_timeout``.
 
 The worker talks to storage only through :class:`~yuxi.services.run_service.RunService`.
 """
@@ -23,6 +25,7 @@ from yuxi.runtime.agent_runtime import AgentRuntime
 from yuxi.runtime.executor import RunExecutor
 from yuxi.services.run_service import ClaimedRun, LeaseLost
 from yuxi.services.service_set import Services
+from yuxi.vocabulary import RUN_TIMEOUT
 from yuxi.workspace.filesystem import Workspace
 
 _log = logging.getLogger(__name__)
@@ -47,6 +50,7 @@ class Worker:
         name: str = "worker",
     ) -> None:
         self.heartbeat_seconds = heartbeat_seconds
+        self.run_timeout_seconds = runtime.limits.timeout_seconds
         self.runs = services.runs
         self.executor = RunExecutor(services, runtime, workspaces)
         self.name = name
@@ -78,6 +82,13 @@ class Worker:
         task = asyncio.create_task(self.executor.execute(claimed))
         why: list[str] = []
         beat = asyncio.create_task(self._heartbeat(identity, task, why))
+
+        def out_of_time() -> None:
+            if not task.done() and not why:
+                why.append("timeout")
+                task.cancel()
+
+        deadline = asyncio.get_running_loop().call_later(self.run_timeout_seconds, out_of_time)
         try:
             await task
             self.stats.finished += 1
@@ -91,10 +102,23 @@ class Worker:
                 with contextlib.suppress(LeaseLost):
                     await self.runs.finish(identity, "cancelled")
                 self.stats.finished += 1
+            elif why[0] == "timeout":
+                with contextlib.suppress(LeaseLost):
+                    await self.runs.finish(
+                        identity,
+                        "failed",
+                        error_code=RUN_TIMEOUT,
+                        error_message=(
+                            f"the run took longer than {self.run_timeout_seconds:g} s and was "
+                            "stopped"
+                        ),
+                    )
+                self.stats.finished += 1
             else:
                 self.stats.lost += 1
                 _log.warning("%s lost the lease on run %s (heartbeat)", self.name, identity.run_id)
         finally:
+            deadline.cancel()
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat

@@ -117,6 +117,29 @@ class MemorySnapshotView:
 
 
 @dataclass(frozen=True)
+class RunUsageView:
+    """Tokens a settled run used, summed over its model calls (zeros when the provider
+    reports none)."""
+
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    model_calls: int
+
+
+def _usage_of(output: dict[str, Any] | None) -> RunUsageView | None:
+    usage = (output or {}).get("usage")
+    if not isinstance(usage, dict):
+        return None
+    return RunUsageView(
+        **{
+            key: int(usage.get(key, 0) or 0)
+            for key in ("input_tokens", "output_tokens", "total_tokens", "model_calls")
+        }
+    )
+
+
+@dataclass(frozen=True)
 class RunSummary:
     """The public shape of a run (API and CLI)."""
 
@@ -133,6 +156,8 @@ class RunSummary:
     error: RunErrorView | None
     output: dict[str, Any] | None
     memory_snapshot: MemorySnapshotView | None
+    #: ``None`` until the run settles (and for runs settled before usage was recorded).
+    usage: RunUsageView | None
 
 
 def run_view(run: AgentRun) -> RunSummary:
@@ -152,4 +177,5 @@ def run_view(run: AgentRun) -> RunSummary:
         memory_snapshot=None
         if run.memory_snapshot_sha256 is None
         else MemorySnapshotView(run.memory_snapshot_sha256, run.memory_snapshot_bytes),
+        usage=_usage_of(run.output),
     )

@@ -12,7 +12,9 @@ from langchain.agents.middleware import (
     HumanInTheLoopMiddleware,
     InputAgentState,
     InterruptOnConfig,
+    ModelCallLimitMiddleware,
     OutputAgentState,
+    ToolCallLimitMiddleware,
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -31,7 +33,7 @@ from yuxi.agents.tools.workspace_tools import SENSITIVE_TOOLS, make_workspace_to
 from yuxi.services.memory_service import MemorySnapshot
 from yuxi.workspace.filesystem import Workspace
 
-__all__ = ["CHATBOT_AGENT_NAME", "AgentGraph", "build_chatbot_graph"]
+__all__ = ["CHATBOT_AGENT_NAME", "AgentGraph", "build_chatbot_graph", "run_limit_middleware"]
 
 #: ``lc_agent_name`` in stream metadata and ``AIMessage.name`` of the chatbot's answers.
 CHATBOT_AGENT_NAME = "chatbot"
@@ -39,6 +41,19 @@ CHATBOT_AGENT_NAME = "chatbot"
 AgentGraph: TypeAlias = CompiledStateGraph[
     AgentState[Any], RunIdentity, InputAgentState, OutputAgentState[Any]
 ]
+
+
+def run_limit_middleware(
+    model_calls: int | None, tool_calls: int | None
+) -> list[AgentMiddleware[Any, Any, Any]]:
+    """LangChain's own per-run limits; exceeding one raises (the run fails, nothing half-done:
+    a model call is refused before it starts, a batch of tool calls before any of them runs)."""
+    limits: list[AgentMiddleware[Any, Any, Any]] = []
+    if model_calls is not None:
+        limits.append(ModelCallLimitMiddleware(run_limit=model_calls, exit_behavior="error"))
+    if tool_calls is not None:
+        limits.append(ToolCallLimitMiddleware(run_limit=tool_calls, exit_behavior="error"))
+    return limits
 
 
 async def build_chatbot_graph(
@@ -53,6 +68,8 @@ async def build_chatbot_graph(
     delegate_tool: BaseTool | None,
     checkpointer: Checkpointer | None,
     on_snapshot: Callable[[MemorySnapshot], Awaitable[None]] | None = None,
+    model_call_limit: int | None = None,
+    tool_call_limit: int | None = None,
 ) -> AgentGraph:
     """Build the chatbot graph for one new run (chat or resume) of ``context``.
 
@@ -90,6 +107,7 @@ async def build_chatbot_graph(
         interrupt_on[REMEMBER_MEMORY_TOOL] = tainted
     middleware.append(HumanInTheLoopMiddleware(interrupt_on=interrupt_on))
     middleware.append(ToolCallIntegrityMiddleware())
+    middleware.extend(run_limit_middleware(model_call_limit, tool_call_limit))
     return create_agent(
         model,
         tools=tools,

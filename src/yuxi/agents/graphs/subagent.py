@@ -16,7 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.types import Checkpointer
 
 from yuxi.agents.context import RunIdentity
-from yuxi.agents.graphs.chatbot import AgentGraph
+from yuxi.agents.graphs.chatbot import AgentGraph, run_limit_middleware
 from yuxi.agents.middlewares.tool_call_integrity import ToolCallIntegrityMiddleware
 from yuxi.agents.tools.workspace_tools import make_read_workspace_tool
 from yuxi.workspace.filesystem import Workspace
@@ -33,12 +33,17 @@ def build_subagent_graph(
     workspace: Workspace,
     system_prompt: str,
     checkpointer: Checkpointer | None = None,
+    model_call_limit: int | None = None,
+    tool_call_limit: int | None = None,
 ) -> AgentGraph:
     return create_agent(
         model,
         tools=[make_read_workspace_tool(workspace=workspace)],
         system_prompt=system_prompt,
-        middleware=[ToolCallIntegrityMiddleware()],
+        middleware=[
+            ToolCallIntegrityMiddleware(),
+            *run_limit_middleware(model_call_limit, tool_call_limit),
+        ],
         context_schema=RunIdentity,
         checkpointer=checkpointer if checkpointer is not None else False,
         name=SUBAGENT_AGENT_NAME,
