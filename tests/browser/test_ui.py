@@ -78,6 +78,8 @@ async def test_sign_in_memory_panel_and_recall_in_a_new_thread(
     )
     await expect(reply).to_have_count(1)
     await expect(reply).to_contain_text("updated")
+    # The settled run says what it cost (the run view's usage): a tool call and the answer.
+    await expect(page.get_by_test_id("run-usage")).to_contain_text("2 model calls")
     await wait_idle(page)
     await expect(page.get_by_test_id("thread-item")).to_have_count(1)
     await expect(page.get_by_test_id("thread-item")).to_contain_text("remember: I drink oolong tea")

@@ -123,6 +123,9 @@ class RunRenderer {
       this.bubble.classList.add('incomplete');
       this.bubble = null;
     }
+    if (status === 'completed' || status === 'failed' || status === 'interrupted') {
+      this.showUsage();
+    }
     if (status === 'interrupted' && !this.sawInterrupt) {
       try {
         const run = await api('GET', runPath(this.runId));
@@ -131,6 +134,23 @@ class RunRenderer {
       } catch (err) {
         showError(`The run is waiting for approval, but it could not be loaded: ${describe(err)}`);
       }
+    }
+  }
+
+  /** "N tokens · M model calls" under a settled run (the run view's `usage`). */
+  async showUsage() {
+    try {
+      const run = await api('GET', runPath(this.runId));
+      const usage = run.usage;
+      if (!usage || !usage.model_calls) return;
+      const calls = `${usage.model_calls} model call${usage.model_calls === 1 ? '' : 's'}`;
+      const tokens = `${Number(usage.total_tokens).toLocaleString()} tokens`;
+      appendToTranscript(el('div', {
+        class: 'run-note muted small', 'data-testid': 'run-usage', 'data-run-id': this.runId,
+        title: `${usage.input_tokens} in, ${usage.output_tokens} out`,
+      }, `${tokens} · ${calls}`));
+    } catch {
+      // usage is a courtesy; the run itself is shown already
     }
   }
 }
