@@ -130,3 +130,10 @@ async def make_asked_run(
     (message,) = (await chat.get_thread(uid, thread_id)).messages
     assert message.role == "user"
     return claimed.identity, message.message_id
+
+
+async def chat_once(c: Container, worker: Any, uid: str, thread_id: str, text: str) -> Any:
+    """Submit ``text`` to the thread, let ``worker`` execute that one run, return the run row."""
+    run, _ = await c.services.chat.submit(uid, thread_id, text)
+    assert await worker.run_once()
+    return await c.services.chat.get_run(uid, run.id)

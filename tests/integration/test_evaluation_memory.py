@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
-import pytest
-
-from yuxi.bootstrap import Container, build_worker, open_agent_runtime
+from yuxi.bootstrap import Container
 from yuxi.runtime.worker import Worker
 
 from .factories import make_user, memory_file, sha256_of
-
-
-@pytest.fixture
-async def worker(container: Container) -> AsyncIterator[Worker]:
-    async with open_agent_runtime(container) as runtime:
-        yield build_worker(container, runtime, name="eval-worker")
 
 
 async def _one_shot(container: Container, worker: Worker, uid: str, source: str, text: str):  # type: ignore[no-untyped-def]

@@ -5,12 +5,12 @@ keep working while memory is off."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from yuxi.bootstrap import Container, build_worker, open_agent_runtime
+from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
 from yuxi.runtime.worker import Worker
 from yuxi.services.memory_service import MemoryService
@@ -100,12 +100,6 @@ async def test_a_live_run_writes_and_if_match_guards_the_edit(container: Contain
 
 
 # -- live: the approved write lands after the switch went off / the lease was lost --------------
-
-
-@pytest.fixture
-async def worker(container: Container) -> AsyncIterator[Worker]:
-    async with open_agent_runtime(container) as runtime:
-        yield build_worker(container, runtime, name="agent-writes-worker")
 
 
 def _before_the_write_lands(

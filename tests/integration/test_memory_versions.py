@@ -10,13 +10,12 @@ import itertools
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from yuxi.bootstrap import Container, build_worker, open_agent_runtime
+from yuxi.bootstrap import Container
 from yuxi.db.models import Message
 from yuxi.errors import MemoryConflict, PreconditionFailed
 from yuxi.repositories.conversation_repository import ConversationRepository
@@ -115,12 +114,6 @@ async def test_file_api_put_and_delete_record_user_versions(container: Container
     assert await _content(container, uid, delete.version_id) == ""
     assert not memory_file(container, uid).exists()
     await _assert_one_chain(container, uid)
-
-
-@pytest.fixture
-async def worker(container: Container) -> AsyncIterator[Worker]:
-    async with open_agent_runtime(container) as runtime:
-        yield build_worker(container, runtime, name="versions-worker")
 
 
 async def _tool_call_ids(container: Container, uid: str, thread_id: str) -> list[str]:

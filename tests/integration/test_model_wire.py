@@ -10,19 +10,19 @@ against the wire format, not any model's judgement. The product runs with
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from yuxi.bootstrap import Container, build_worker, open_agent_runtime
+from yuxi.bootstrap import Container
 from yuxi.runtime.worker import Worker
 from yuxi.services.chat_views import run_view
 from yuxi.settings import Settings
 
 from ..scripted_openai import ScriptedOpenAI, ToolCallScript, Turn, running
-from .factories import make_user, memory_file, sha256_of
+from .factories import chat_once, make_user, memory_file, sha256_of
 
 FACT = "我住在杭州，每天早上喝龙井茶"
 
@@ -55,18 +55,6 @@ def settings(
     return _settings(database_url, tmp_path, scripted.base_url, **extra)
 
 
-@pytest.fixture
-async def worker(container: Container) -> AsyncIterator[Worker]:
-    async with open_agent_runtime(container) as runtime:
-        yield build_worker(container, runtime, name="wire-worker")
-
-
-async def _chat(container: Container, worker: Worker, uid: str, thread: str, text: str) -> Any:
-    run, _ = await container.services.chat.submit(uid, thread, text)
-    assert await worker.run_once()
-    return await container.services.chat.get_run(uid, run.id)
-
-
 def _tool(request: dict[str, Any], name: str) -> dict[str, Any]:
     (tool,) = [t for t in request.get("tools", []) if t["function"]["name"] == name]
     return dict(tool["function"])
@@ -88,7 +76,7 @@ async def test_remember_through_the_wire_then_recall_in_a_new_thread(
         ),
         Turn(content="已保存到记忆。", usage=(150, 8)),
     )
-    first = await _chat(
+    first = await chat_once(
         container, worker, uid, (await chat.create_thread(uid)).thread_id, "记住我住在杭州"
     )
     assert first.status == "completed", first.error_message
@@ -106,7 +94,7 @@ async def test_remember_through_the_wire_then_recall_in_a_new_thread(
     assert usage.model_calls == 2
 
     scripted.script(Turn(content="你住在杭州，喝龙井茶。"))
-    second = await _chat(
+    second = await chat_once(
         container, worker, uid, (await chat.create_thread(uid)).thread_id, "我住哪？"
     )
     assert second.status == "completed"
@@ -120,11 +108,11 @@ async def test_a_provider_that_keeps_failing_ends_the_run_with_a_clear_code(
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     scripted.script(Turn(status=500), Turn(status=500))  # the first try and its one retry
-    run = await _chat(container, worker, uid, thread, "hello")
+    run = await chat_once(container, worker, uid, thread, "hello")
     assert (run.status, run.error_code) == ("failed", "model_unavailable")
     assert "scripted" not in (run.error_message or "")  # the provider's own text never leaks
     scripted.script(Turn(status=429), Turn(status=429))
-    run = await _chat(container, worker, uid, thread, "hello again")
+    run = await chat_once(container, worker, uid, thread, "hello again")
     assert (run.status, run.error_code) == ("failed", "model_rate_limited")
 
 
@@ -136,7 +124,7 @@ async def test_a_model_that_loops_on_a_tool_call_stops_at_the_model_call_limit(
     thread = (await container.services.chat.create_thread(uid)).thread_id
     search = ToolCallScript("search_thread_messages", '{"query": "tea"}')
     scripted.script(*[Turn(tool_calls=[search], finish_reason="tool_calls")] * 10)
-    run = await _chat(container, worker, uid, thread, "search forever")
+    run = await chat_once(container, worker, uid, thread, "search forever")
     assert (run.status, run.error_code) == ("failed", "run_limit_exceeded")
     assert len(scripted.requests) == 3
     assert run_view(run).usage is not None and run_view(run).usage.model_calls == 3  # type: ignore[union-attr]
@@ -154,7 +142,7 @@ async def test_a_batch_of_tool_calls_over_the_limit_runs_none_of_them(
         for i in range(3)
     ]
     scripted.script(Turn(tool_calls=calls, finish_reason="tool_calls"))
-    run = await _chat(container, worker, uid, thread, "remember three things")
+    run = await chat_once(container, worker, uid, thread, "remember three things")
     assert (run.status, run.error_code) == ("failed", "run_limit_exceeded")
     assert sha256_of(memory_file(container, uid)) == before  # nothing half-written
 
@@ -165,7 +153,7 @@ async def test_a_model_that_never_stops_talking_is_cut_at_max_tokens(
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     scripted.script(Turn(content=" ".join(["blah"] * 5000)))
-    run = await _chat(container, worker, uid, thread, "talk")
+    run = await chat_once(container, worker, uid, thread, "talk")
     assert run.status == "completed"
     assert len(run.output["reply"].split()) == 321  # the provider honoured our max_tokens
 
@@ -177,9 +165,9 @@ async def test_a_run_past_its_wall_clock_fails_as_run_timeout(
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     scripted.script(Turn(content="late", delay=5.0))
-    run = await _chat(container, worker, uid, thread, "slow")
+    run = await chat_once(container, worker, uid, thread, "slow")
     assert (run.status, run.error_code) == ("failed", "run_timeout")
     # The thread stays usable.
     scripted.script(Turn(content="fast"))
-    nxt = await _chat(container, worker, uid, thread, "again")
+    nxt = await chat_once(container, worker, uid, thread, "again")
     assert nxt.status == "completed" and nxt.output["reply"] == "fast"

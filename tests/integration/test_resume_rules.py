@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
-from yuxi.bootstrap import Container, build_worker, open_agent_runtime
+from yuxi.bootstrap import Container
 from yuxi.errors import Conflict, NotFound
 from yuxi.runtime.worker import Worker
 
 from .factories import make_user
-
-
-@pytest.fixture
-async def worker(container: Container) -> AsyncIterator[Worker]:
-    async with open_agent_runtime(container) as runtime:
-        yield build_worker(container, runtime, name="resume-worker")
 
 
 async def _interrupted(container: Container, worker: Worker, uid: str) -> tuple[str, str]:

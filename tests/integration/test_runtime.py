@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
@@ -16,12 +15,6 @@ from yuxi.services.run_service import ClaimedRun, LeaseLost, RunService
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
 from .factories import make_user, memory_file, remember, set_memory, sha256_of, sql, tool_payload
-
-
-@pytest.fixture
-async def worker(container: Container) -> AsyncIterator[Worker]:
-    async with open_agent_runtime(container) as runtime:
-        yield build_worker(container, runtime, name="test-worker")
 
 
 async def _run(container: Container, worker: Worker, uid: str, thread_id: str, text: str):  # type: ignore[no-untyped-def]

@@ -12,23 +12,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from yuxi.bootstrap import Container, build_worker, open_agent_runtime
+from yuxi.bootstrap import Container
 from yuxi.db.models import AgentRun, RunEvent
 from yuxi.runtime.graph_assembly import assemble_chatbot_graph
 from yuxi.runtime.worker import Worker
 
 from .factories import make_user, memory_file, set_memory, sha256_of
-
-
-@pytest.fixture
-async def worker(container: Container) -> AsyncIterator[Worker]:
-    async with open_agent_runtime(container) as runtime:
-        yield build_worker(container, runtime, name="policy-worker")
 
 
 async def _run(
