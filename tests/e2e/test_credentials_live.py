@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,8 +17,11 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.fixtures_server import LiveServer, _free_port, create_user_with_token
 from yuxi.bootstrap import Container
+from yuxi.cli import DEMO_UID
+from yuxi.settings import Settings
+from yuxi.vocabulary import SESSION_TOKEN_LABEL, TOKEN_PREFIX
 
 MARK = "SECRETMARK"
 #: How long a stream may take to notice a revoked token before the test gives up on it (the
@@ -176,3 +183,74 @@ async def _expire(container: Container, token: str) -> None:
             ),
             {"h": hashlib.sha256(token.encode()).hexdigest()},
         )
+
+
+def _start_yuxi_run(settings: Settings, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``yuxi run`` as ``make run`` starts it (on the test's database); its base URL."""
+    port = _free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("YUXI_")},
+        "YUXI_DATABASE_URL": settings.database_url or "",
+        "YUXI_DATA_DIR": str(settings.data_dir),
+        "YUXI_HOST": "127.0.0.1",
+        "YUXI_PORT": str(port),
+        "YUXI_WORKERS": "0",
+    }
+    with log_path.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "yuxi.cli", "run"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, log_path.read_text()[-3000:]
+        try:
+            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+        time.sleep(0.2)
+
+
+async def test_yuxi_run_prints_a_single_use_login_link_and_mints_no_token(
+    settings: Settings, container: Container, tmp_path: Path
+) -> None:
+    codes: list[str] = []
+    logs: list[str] = []
+    for start in range(2):
+        log_path = tmp_path / f"run{start}.log"
+        proc, base = await asyncio.to_thread(_start_yuxi_run, settings, log_path)
+        try:
+            banner = log_path.read_text()
+            found = re.search(r"Open: (http://\S+)/\?login=(yl_[A-Za-z0-9_-]{43})\n", banner)
+            assert found, banner
+            assert found.group(1) == base
+            code = found.group(2)
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                assert (await client.get(f"/?login={code}")).status_code == 200  # the page
+                session = await client.post("/api/v1/session", json={"login_code": code})
+                assert session.status_code == 201, session.text
+                again = await client.post("/api/v1/session", json={"login_code": code})
+                assert again.status_code == 401
+                me = await client.get(
+                    "/api/v1/me", headers={"Authorization": f"Bearer {session.json()['token']}"}
+                )
+                assert me.json()["uid"] == DEMO_UID
+            codes.append(code)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+        logs.append(log_path.read_text())
+    assert codes[0] != codes[1]
+    # two starts, two sign-ins: two expiring session tokens, nothing that never expires
+    tokens = await container.services.users.list_tokens(DEMO_UID)
+    assert [(t.label, t.expires_at is not None, t.active) for t in tokens] == [
+        (SESSION_TOKEN_LABEL, True, True)
+    ] * 2
+    # the banner printed the code; after that it never reached the log again (the access log
+    # line of the page request is redacted), and no token ever did
+    for log, code in zip(logs, codes, strict=True):
+        assert log.count(code) == 1
+        assert "GET /?login=REDACTED HTTP/1.1" in log
+        assert TOKEN_PREFIX not in log
