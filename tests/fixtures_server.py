@@ -83,3 +83,10 @@ def live_server(settings: Settings, tmp_path: Path) -> Iterator[LiveServer]:
 async def create_user_with_token(container: Container, name: str) -> tuple[str, str]:
     created = await container.services.users.create_user(name)
     return created.uid, created.token
+
+
+async def login_link(live_server: LiveServer, container: Container, uid: str) -> str:
+    """A login link for ``uid`` as ``yuxi users login-link`` prints it: a single-use code in
+    ``?login=``, never a token."""
+    code = (await container.services.users.issue_login_code(uid)).code
+    return f"{live_server.base_url}/?login={code}"

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -13,18 +14,24 @@ import typer
 
 from yuxi.bootstrap import Container, bootstrap, resolve_database_url
 from yuxi.db.embedded import EmbeddedPostgres
+from yuxi.errors import ConfigurationError, YuxiError
 from yuxi.settings import load_settings
 
 app = typer.Typer(help="Yuxi Memory: a multi-user agent server with user-level memory.")
 db_app = typer.Typer(help="Database: migrations and the embedded PostgreSQL.")
-users_app = typer.Typer(help="Users and API tokens.")
+users_app = typer.Typer(help="Users and login links.")
+tokens_app = typer.Typer(help="A user's API and browser session tokens: list, create, revoke.")
 app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
+app.add_typer(tokens_app, name="tokens")
 
 T = TypeVar("T")
 
 
 def _with_container(fn: Callable[[Container], Awaitable[T]], *, migrate: bool = False) -> T:
+    """Run ``fn`` with a container; a user-facing Yuxi error (an unknown user, a bad value) is
+    printed as one line and exits 1."""
+
     async def main() -> T:
         container = await bootstrap(migrate=migrate)
         try:
@@ -32,7 +39,13 @@ def _with_container(fn: Callable[[Container], Awaitable[T]], *, migrate: bool = 
         finally:
             await container.aclose()
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    except YuxiError as exc:
+        if isinstance(exc, ConfigurationError):
+            raise
+        typer.echo(f"error ({exc.code}): {exc}", err=True)
+        raise typer.Exit(code=1) from exc
 
 
 @db_app.command("upgrade")
@@ -78,6 +91,88 @@ def users_create(name: str) -> None:
     typer.echo(f"uid:   {created.uid}\ntoken: {created.token}")
 
 
+def _when(moment: datetime | None, never: str = "-") -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ") if moment else never
+
+
+@users_app.command("list")
+def users_list() -> None:
+    """Every user: uid, name, created."""
+    from yuxi.services.user_service import UserView
+
+    async def listing(c: Container) -> list[UserView]:
+        return await c.services.users.list_users()
+
+    users = _with_container(listing, migrate=True)
+    typer.echo(f"{'uid':<36}  {'created':<20}  name")
+    for user in users:
+        typer.echo(f"{user.uid:<36}  {_when(user.created_at):<20}  {user.name}")
+
+
+def login_url(host: str, port: int, code: str) -> str:
+    """The login link for a login code (never for a token: a URL ends up in logs)."""
+    return f"http://{host}:{port}/?login={code}"
+
+
+@users_app.command("login-link")
+def users_login_link(uid: str) -> None:
+    """Print a single-use login link for the web UI (valid a few minutes, once)."""
+    settings = load_settings()
+
+    async def link(c: Container) -> str:
+        issued = await c.services.users.issue_login_code(uid)
+        return login_url(settings.host, settings.port, issued.code)
+
+    typer.echo(_with_container(link, migrate=True))
+
+
+@tokens_app.command("list")
+def tokens_list(uid: str) -> None:
+    """A user's tokens: id, state, label, created, expires, revoked (never the token itself)."""
+    from yuxi.services.user_service import TokenView
+
+    async def listing(c: Container) -> list[TokenView]:
+        return await c.services.users.list_tokens(uid)
+
+    tokens = _with_container(listing, migrate=True)
+    typer.echo(f"{'id':>6}  {'state':<7}  {'created':<20}  {'expires':<20}  {'revoked':<20}  label")
+    for t in tokens:
+        state = "active" if t.active else ("revoked" if t.revoked_at else "expired")
+        typer.echo(
+            f"{t.id:>6}  {state:<7}  {_when(t.created_at):<20}  {_when(t.expires_at, 'never'):<20}"
+            f"  {_when(t.revoked_at):<20}  {t.label}"
+        )
+
+
+@tokens_app.command("create")
+def tokens_create(
+    uid: str,
+    label: str = typer.Option("cli", help="what the token is for"),
+    days: int | None = typer.Option(None, help="expire after this many days (default: never)"),
+) -> None:
+    """A new API token for an existing user (printed once, stored hashed)."""
+    from yuxi.services.user_service import IssuedToken
+
+    async def create(c: Container) -> IssuedToken:
+        return await c.services.users.create_token(uid, label=label, expires_in_days=days)
+
+    issued = _with_container(create, migrate=True)
+    typer.echo(f"token:   {issued.token}\nexpires: {_when(issued.expires_at, 'never')}")
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(
+    uid: str, token_id: int | None = typer.Option(None, "--id", help="only this token")
+) -> None:
+    """Revoke all of a user's tokens, or the one ``--id``. Open event streams on them end."""
+
+    async def revoke(c: Container) -> list[int]:
+        return await c.services.users.revoke_tokens(uid, token_id)
+
+    revoked = _with_container(revoke, migrate=True)
+    typer.echo(f"revoked {len(revoked)} token(s)" + (f": {revoked}" if revoked else ""))
+
+
 async def _serve(container: Container, *, host: str, port: int, banner: str = "") -> None:
     import uvicorn
 
@@ -99,7 +194,11 @@ async def _serve(container: Container, *, host: str, port: int, banner: str = ""
                 for sig in signals:
                     loop.remove_signal_handler(sig)
 
+    from yuxi.api.access_log import install_access_log_redaction
+
     config = uvicorn.Config(create_app(container), host=host, port=port, log_level="info")
+    # after Config: it (re)configures uvicorn's loggers; the filter goes on the one it logs to
+    install_access_log_redaction()
     server = Server(config)
     if banner:
         typer.echo(banner)
@@ -210,6 +309,21 @@ def bench(args: list[str] = typer.Argument(None)) -> None:
 DEMO_UID = "demo"
 
 
+async def demo_banner(container: Container, *, host: str, port: int) -> str:
+    """Make sure the demo user exists and describe a fresh single-use login link for it. No
+    token is minted here: the browser gets an expiring session token by exchanging the code,
+    so restarts never pile up valid credentials, and the link is spent once it is used."""
+    await container.services.users.ensure_user(DEMO_UID, name="Demo user")
+    issued = await container.services.users.issue_login_code(DEMO_UID)
+    where = "embedded PostgreSQL" if container.embedded else "external PostgreSQL"
+    return (
+        f"Yuxi Memory on {where}; migrations applied; demo user '{DEMO_UID}'.\n"
+        f"Open: {login_url(host, port, issued.code)}\n"
+        f"(single use, valid until {_when(issued.expires_at)}; "
+        f"another: yuxi users login-link {DEMO_UID})\n"
+    )
+
+
 @app.command("run")
 def run() -> None:
     """Development run: embedded PostgreSQL, migrations, a demo user, then the server."""
@@ -218,15 +332,7 @@ def run() -> None:
     async def main() -> None:
         container = await bootstrap(settings, migrate=True)
         try:
-            demo = await container.services.users.issue_token(
-                DEMO_UID, name="Demo user", label="make run"
-            )
-            where = "embedded PostgreSQL" if container.embedded else "external PostgreSQL"
-            url = f"http://{settings.host}:{settings.port}/?token={demo.token}"
-            banner = (
-                f"Yuxi Memory on {where}; migrations applied; demo user '{DEMO_UID}'.\n"
-                f"Open: {url}\n"
-            )
+            banner = await demo_banner(container, host=settings.host, port=settings.port)
             await _serve(container, host=settings.host, port=settings.port, banner=banner)
         finally:
             await container.aclose(stop_embedded=True)

@@ -98,3 +98,14 @@ TOOL_READ_MAX_BYTES = 64 * KIB
 TOOL_WRITE_MAX_BYTES = 1024 * KIB
 #: The workspace file API (request bodies and reads).
 FILE_API_MAX_BYTES = 1024 * KIB
+
+# -- credentials (API tokens, browser sessions, login codes) -----------------------------------
+#: Longer than any token or code we issue (``yx_`` / ``yl_`` + 43 characters); a longer or
+#: non-ASCII credential is refused before it is hashed.
+CREDENTIAL_MAX_CHARS = 256
+#: A login code (what a login link carries) is accepted once, within this many seconds.
+LOGIN_CODE_TTL_SECONDS = 5 * 60
+#: A browser session token (what a login code is exchanged for) expires after this long.
+SESSION_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60
+#: A token created with an expiry (``yuxi tokens create --days N``) lives at most this many days.
+TOKEN_MAX_DAYS = 3650

@@ -66,3 +66,12 @@ MEMORY_LINT_CODES: Final = (
     "outside_prompt_window",
     "oversized_entry",
 )
+
+# -- credentials (the log redaction in ``yuxi.api.access_log`` recognises these prefixes) ------
+#: An API or browser session token: this prefix + 43 URL-safe characters; sent only as
+#: ``Authorization: Bearer``.
+TOKEN_PREFIX: Final = "yx_"  # noqa: S105 - a public prefix, not a secret
+#: A login code: short-lived and single-use, the only credential a login link ever carries.
+LOGIN_CODE_PREFIX: Final = "yl_"
+#: The label of the token a login code is exchanged for.
+SESSION_TOKEN_LABEL: Final = "browser session"  # noqa: S105 - a label

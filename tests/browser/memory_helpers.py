@@ -8,7 +8,7 @@ import httpx
 from playwright.async_api import expect
 
 from tests.browser.conftest import UI
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.fixtures_server import LiveServer, create_user_with_token, login_link
 from yuxi.bootstrap import Container
 
 MEMORY = "/api/v1/workspace/files/agents/MEMORY.md"
@@ -17,10 +17,10 @@ MEMORY = "/api/v1/workspace/files/agents/MEMORY.md"
 async def open_app(
     live_server: LiveServer, container: Container, ui: UI, name: str
 ) -> httpx.AsyncClient:
-    _, token = await create_user_with_token(container, name)
+    uid, token = await create_user_with_token(container, name)
     api = live_server.client(token)
     assert (await api.put("/api/v1/me/config", json={"enable_memory": True})).status_code == 200
-    await ui.page.goto(f"{live_server.base_url}/?token={token}")
+    await ui.page.goto(await login_link(live_server, container, uid))
     await expect(ui.page.get_by_test_id("user-name")).to_have_text(name)
     return api
 

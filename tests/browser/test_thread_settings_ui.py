@@ -7,7 +7,7 @@ import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import UI, send, wait_idle
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.fixtures_server import LiveServer, create_user_with_token, login_link
 from yuxi.bootstrap import Container
 
 pytestmark = pytest.mark.browser
@@ -16,10 +16,10 @@ pytestmark = pytest.mark.browser
 async def test_thread_rename_and_recall_toggle_persist_after_reload(
     live_server: LiveServer, container: Container, ui: UI
 ) -> None:
-    _, token = await create_user_with_token(container, "rita")
+    uid, token = await create_user_with_token(container, "rita")
     page = ui.page
     api = live_server.client(token)
-    await page.goto(f"{live_server.base_url}/?token={token}")
+    await page.goto(await login_link(live_server, container, uid))
     await expect(page.get_by_test_id("user-name")).to_have_text("rita")
     await send(page, "hello there")
     await wait_idle(page)

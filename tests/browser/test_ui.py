@@ -14,7 +14,7 @@ import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import UI, send, tool_event, wait_idle
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.fixtures_server import LiveServer, create_user_with_token, login_link
 from yuxi.bootstrap import Container
 
 pytestmark = pytest.mark.browser
@@ -173,15 +173,19 @@ async def test_sign_in_memory_panel_and_recall_in_a_new_thread(
 async def test_approval_card_approve_and_reject(
     live_server: LiveServer, container: Container, ui: UI
 ) -> None:
-    _, token = await create_user_with_token(container, "bob")
+    uid, token = await create_user_with_token(container, "bob")
     page = ui.page
     api = live_server.client(token)
 
-    # a login link: the token is taken from the URL, stored, and removed from the address bar
-    await page.goto(f"{live_server.base_url}/?token={token}")
+    # a login link: its single-use code is removed from the address bar and exchanged for a
+    # session token, which is what the page remembers (never the link's code)
+    link = await login_link(live_server, container, uid)
+    await page.goto(link)
     await expect(page.get_by_test_id("user-name")).to_have_text("bob")
-    assert "token" not in page.url
-    assert await page.evaluate("localStorage.getItem('yuxi.token')") == token
+    assert "login" not in page.url
+    session = await page.evaluate("localStorage.getItem('yuxi.token')")
+    assert session not in (None, token) and session not in link
+    assert await container.services.users.authenticate(session) == uid
     await ui.shot("signed-in-from-link")
 
     await send(page, "write file notes/a.md: hi")
@@ -251,7 +255,7 @@ async def test_approval_card_approve_and_reject(
 async def test_stream_reconnects_with_last_event_id_and_text_is_escaped(
     live_server: LiveServer, container: Container, ui: UI
 ) -> None:
-    _, token = await create_user_with_token(container, "carol")
+    uid, _ = await create_user_with_token(container, "carol")
     page = ui.page
     seen: list[dict[str, str | None]] = []
 
@@ -273,7 +277,7 @@ async def test_stream_reconnects_with_last_event_id_and_text_is_escaped(
         )
 
     await page.route("**/api/v1/runs/*/events", cut_first_stream)
-    await page.goto(f"{live_server.base_url}/?token={token}")
+    await page.goto(await login_link(live_server, container, uid))
     await expect(page.get_by_test_id("user-name")).to_have_text("carol")
 
     hostile = '<img src=x onerror="window.__xss=1"> <b>bold</b> & "quotes"'
@@ -322,12 +326,12 @@ async def test_stream_reconnects_with_last_event_id_and_text_is_escaped(
 async def test_history_tool_cards_come_from_the_thread_view_without_replaying_runs(
     live_server: LiveServer, container: Container, ui: UI
 ) -> None:
-    _, token = await create_user_with_token(container, "dave")
+    uid, token = await create_user_with_token(container, "dave")
     page = ui.page
     api = live_server.client(token)
     assert (await api.put("/api/v1/me/config", json={"enable_memory": True})).status_code == 200
 
-    await page.goto(f"{live_server.base_url}/?token={token}")
+    await page.goto(await login_link(live_server, container, uid))
     await expect(page.get_by_test_id("user-name")).to_have_text("dave")
     await send(page, "remember: I like green tea")
     await expect(tool_event(page, "remember_memory")).to_have_attribute("data-status", "success")

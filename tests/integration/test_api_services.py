@@ -64,15 +64,6 @@ async def test_turning_memory_on_initialises_the_workspace(container: Container)
     assert await users.memory_enabled(created.uid) is False
 
 
-async def test_issue_token_creates_the_user_once(container: Container) -> None:
-    users = container.services.users
-    first = await users.issue_token("demo", name="Demo user", label="make run")
-    second = await users.issue_token("demo", name="ignored", label="make run")
-    assert first.token != second.token
-    assert second.name == "Demo user"
-    assert await users.authenticate(first.token) == await users.authenticate(second.token) == "demo"
-
-
 # -- threads and runs ------------------------------------------------------------------------
 
 

@@ -69,3 +69,26 @@ def test_models_match_migrations(empty_database_url: str) -> None:
         diff = compare_metadata(context, Base.metadata)
     engine.dispose()
     assert diff == []
+
+
+def test_0004_revokes_the_never_expiring_demo_tokens_of_earlier_runs(
+    empty_database_url: str,
+) -> None:
+    """Earlier ``yuxi run`` starts minted one never-expiring token per start (label ``make
+    run``) and printed it in a URL; the migration revokes those and only those."""
+    url = empty_database_url
+    upgrade_sync(url, "0003")
+    with psycopg.connect(url) as conn:
+        conn.execute("INSERT INTO users (uid, name) VALUES ('demo', 'Demo'), ('u_1', 'One')")
+        conn.execute(
+            "INSERT INTO api_tokens (uid, token_hash, label) VALUES "
+            "('demo', repeat('a', 64), 'make run'), ('demo', repeat('b', 64), 'make run'), "
+            "('demo', repeat('c', 64), 'default'), ('u_1', repeat('d', 64), 'make run')"
+        )
+    upgrade_sync(url)
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT left(token_hash, 1), revoked_at IS NOT NULL, expires_at FROM api_tokens "
+            "ORDER BY token_hash"
+        ).fetchall()
+    assert rows == [("a", True, None), ("b", True, None), ("c", False, None), ("d", False, None)]

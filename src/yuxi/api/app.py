@@ -14,7 +14,14 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from yuxi.api import routes_files, routes_me, routes_memory, routes_runs, routes_threads
+from yuxi.api import (
+    routes_files,
+    routes_me,
+    routes_memory,
+    routes_runs,
+    routes_session,
+    routes_threads,
+)
 from yuxi.api.errors import error_body, install_error_handlers
 from yuxi.bootstrap import Container
 
@@ -80,7 +87,14 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    for module in (routes_me, routes_threads, routes_runs, routes_files, routes_memory):
+    for module in (
+        routes_session,
+        routes_me,
+        routes_threads,
+        routes_runs,
+        routes_files,
+        routes_memory,
+    ):
         app.include_router(module.router)
 
     if STATIC_DIR.is_dir():

@@ -1,4 +1,8 @@
-"""Request dependencies: the container's services and the caller's uid (from the Bearer token)."""
+"""Request dependencies: the container's services, the caller's Bearer token and its uid.
+
+A credential is read from the ``Authorization`` header only, never from the URL: a query string
+ends up in access logs, browser history and Referer headers.
+"""
 
 from __future__ import annotations
 
@@ -18,14 +22,22 @@ def get_services(request: Request) -> Services:
     return services
 
 
-async def get_uid(
-    services: Annotated[Services, Depends(get_services)],
+def get_bearer_token(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise Unauthorized("missing bearer token")
-    return await services.users.authenticate(credentials.credentials)
+    return credentials.credentials
+
+
+async def get_uid(
+    services: Annotated[Services, Depends(get_services)],
+    token: Annotated[str, Depends(get_bearer_token)],
+) -> str:
+    return await services.users.authenticate(token)
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
+#: The raw bearer token, for a long request that must re-check it (the SSE stream).
+BearerTokenDep = Annotated[str, Depends(get_bearer_token)]
 UidDep = Annotated[str, Depends(get_uid)]

@@ -10,16 +10,42 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from sse_starlette.sse import EventSourceResponse
 
-from yuxi.api.deps import ServicesDep, UidDep
+from yuxi.api.deps import BearerTokenDep, ServicesDep, UidDep
 from yuxi.api.schemas import ResumeBody, RunCreate, RunList
+from yuxi.errors import Unauthorized
 from yuxi.services.chat_service import ChatService
 from yuxi.services.chat_views import RunSummary, run_view
+from yuxi.services.user_service import UserService
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
 WAIT_SECONDS = 120.0
 POLL_SECONDS = 0.1
+#: An open event stream re-checks its bearer token this often: a stream ends soon after its
+#: token is revoked or expires (the client's reconnect then gets 401).
+STREAM_AUTH_RECHECK_SECONDS = 1.0
+
+
+class _TokenWatch:
+    """Whether the token a stream was opened with still authenticates the same user, asked of
+    the database at most every ``STREAM_AUTH_RECHECK_SECONDS``."""
+
+    def __init__(self, users: UserService, token: str, uid: str) -> None:
+        self._users = users
+        self._token = token
+        self._uid = uid
+        self._checked = asyncio.get_running_loop().time()
+
+    async def still_valid(self) -> bool:
+        now = asyncio.get_running_loop().time()
+        if now - self._checked < STREAM_AUTH_RECHECK_SECONDS:
+            return True
+        self._checked = now
+        try:
+            return await self._users.authenticate(self._token) == self._uid
+        except Unauthorized:
+            return False
 
 
 async def _settle(chat: ChatService, uid: str, run: RunSummary, wait: bool) -> RunSummary:
@@ -102,22 +128,27 @@ async def cancel_run(run_id: str, uid: UidDep, services: ServicesDep) -> RunSumm
 async def run_events(
     run_id: str,
     uid: UidDep,
+    token: BearerTokenDep,
     services: ServicesDep,
     request: Request,
     last_event_id: Annotated[str | None, Header()] = None,
     after: int | None = Query(default=None, ge=0, le=2**31 - 1),
 ) -> EventSourceResponse:
     """Server-sent events of a run: everything after ``Last-Event-ID`` (or ``after``), then
-    live until the run settles. Each event's ``id`` is its sequence number."""
+    live until the run settles. Each event's ``id`` is its sequence number. The stream also
+    ends once its token stops being valid (revoked or expired)."""
     start = after or 0
     if last_event_id is not None and last_event_id.strip().isdigit():
         start = min(int(last_event_id.strip()), 2**31 - 1)
     chat = services.chat
     await chat.get_run(uid, run_id)  # 404 before the stream starts
+    watch = _TokenWatch(services.users, token, uid)
 
     async def stream() -> AsyncIterator[dict[str, Any]]:
         seq = start
         while True:
+            if not await watch.still_valid():
+                return
             events = await chat.events_after(uid, run_id, seq)
             for e in events:
                 seq = e.seq

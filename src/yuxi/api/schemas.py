@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from yuxi.limits import REQUEST_ID_MAX_CHARS, RUN_INPUT_MAX_BYTES, TITLE_MAX_CHARS
+from yuxi.limits import (
+    CREDENTIAL_MAX_CHARS,
+    REQUEST_ID_MAX_CHARS,
+    RUN_INPUT_MAX_BYTES,
+    TITLE_MAX_CHARS,
+)
 from yuxi.services.chat_views import RunSummary, ThreadSummary
 from yuxi.utils.string_utils import is_valid_text
 
@@ -26,6 +32,20 @@ class ConfigView(BaseModel):
 class MeView(BaseModel):
     uid: str
     name: str
+
+
+class SessionCreate(Strict):
+    """``POST /session``: a login code (from a login link) to exchange for a session token."""
+
+    login_code: str = Field(min_length=1, max_length=CREDENTIAL_MAX_CHARS)
+
+
+class SessionView(BaseModel):
+    """A browser session token (shown once) and when it expires."""
+
+    token: str
+    expires_at: datetime
+    uid: str
 
 
 def _text_only(value: str) -> str:

@@ -72,7 +72,11 @@ class User(Base):
 
 
 class ApiToken(Base):
-    """API tokens, stored only as sha256 digests; the plaintext is shown once at creation."""
+    """API tokens, stored only as sha256 digests; the plaintext is shown once at creation.
+
+    A token is valid while it is neither revoked nor past ``expires_at`` (NULL: no expiry;
+    browser session tokens always have one).
+    """
 
     __tablename__ = "api_tokens"
 
@@ -82,6 +86,26 @@ class ApiToken(Base):
     label: Mapped[str] = mapped_column(String(200), nullable=False, server_default="default")
     created_at: Mapped[datetime] = _now()
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index(None, "uid"),)
+
+
+class LoginCode(Base):
+    """A short-lived, single-use login code (what a login link carries instead of a token).
+
+    Stored only as its sha256 digest. Exchanging it sets ``used_at`` once; a used or expired
+    code is never accepted again.
+    """
+
+    __tablename__ = "login_codes"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    uid: Mapped[str] = mapped_column(ForeignKey("users.uid", ondelete="CASCADE"), nullable=False)
+    code_hash: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    created_at: Mapped[datetime] = _now()
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (Index(None, "uid"),)
 

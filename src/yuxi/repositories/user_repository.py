@@ -1,26 +1,16 @@
-"""Users, their hashed API tokens and their UserConfig. Never commits: callers own transactions."""
+"""Users and their UserConfig (tokens: ``token_repository``). Never commits: callers own
+transactions."""
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import uuid
+from collections.abc import Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from yuxi.db.models import ApiToken, User, UserConfig
-
-TOKEN_PREFIX = "yx_"  # noqa: S105 - a public prefix, not a secret
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def new_token() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+from yuxi.db.models import User, UserConfig
 
 
 class UserRepository:
@@ -37,20 +27,10 @@ class UserRepository:
     async def get(self, uid: str) -> User | None:
         return await self.session.get(User, uid)
 
-    async def add_token(self, uid: str, *, label: str = "default") -> str:
-        """Create a token; only its digest is stored. Returns the plaintext (shown once)."""
-        token = new_token()
-        self.session.add(ApiToken(uid=uid, token_hash=hash_token(token), label=label))
-        await self.session.flush()
-        return token
-
-    async def uid_for_token(self, token: str) -> str | None:
-        row = await self.session.execute(
-            select(ApiToken.uid).where(
-                ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None)
-            )
-        )
-        return row.scalar_one_or_none()
+    async def list_users(self) -> Sequence[User]:
+        """Every user, oldest first."""
+        rows = await self.session.execute(select(User).order_by(User.created_at, User.uid))
+        return rows.scalars().all()
 
     async def memory_enabled(self, uid: str) -> bool:
         """The single switch. A user without a config row has memory off (fail closed)."""

@@ -25,6 +25,7 @@ from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.memory_version_repository import MemoryVersionRepository
 from yuxi.repositories.run_event_repository import RunEventRepository
+from yuxi.repositories.token_repository import TokenRepository
 from yuxi.repositories.tool_call_repository import ToolCallRepository
 from yuxi.repositories.user_repository import UserRepository
 
@@ -33,6 +34,7 @@ __all__ = ["UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
 
 class UnitOfWork:
     users: UserRepository
+    tokens: TokenRepository
     runs: AgentRunRepository
     conversations: ConversationRepository
     events: RunEventRepository
@@ -47,6 +49,7 @@ class UnitOfWork:
         session = self._sessions()
         self._session = session
         self.users = UserRepository(session)
+        self.tokens = TokenRepository(session)
         self.runs = AgentRunRepository(session)
         self.conversations = ConversationRepository(session)
         self.events = RunEventRepository(session)

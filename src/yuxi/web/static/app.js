@@ -8,9 +8,9 @@
 // panel's requests and status line) · memory_entries / memory_editor / memory_history (the
 // panel's three modes) · memory_panel (switch, open/close, modes) · memory_receipt (write
 // receipts in the chat) · run (live runs) · thread_settings (rename, hidden from recall) ·
-// threads · composer · session (sign-in / sign-out).
+// threads · composer · session (sign-in with a token or a login link's code / sign-out).
 
-import { tokenStore, wireApi } from './api.js';
+import { wireApi } from './api.js';
 import { wireApprovals } from './approvals.js';
 import { clearError } from './banner.js';
 import { updateComposer, onSend } from './composer.js';
@@ -26,7 +26,7 @@ import {
 } from './memory_panel.js';
 import { onStatusUndo } from './memory_store.js';
 import { followRun, onCancelRun, wireRuns } from './run.js';
-import { sessionExpired, signIn, signOut } from './session.js';
+import { sessionExpired, signIn, signInOnLoad, signOut } from './session.js';
 import { SseParser } from './sse.js';
 import { subscribe } from './state.js';
 import { commitRename, onRecallToggle, onRenameKey, startRename } from './thread_settings.js';
@@ -113,23 +113,8 @@ function start() {
   wireModules();
   wireDom();
   renderAll();
-  // A token in the address bar (the login link `make run` prints) is taken once and removed
-  // from the URL and the history entry at once.
-  const params = new URLSearchParams(location.search);
-  const fromUrl = params.get('token');
-  if (params.has('token')) {
-    params.delete('token');
-    const query = params.toString();
-    history.replaceState(null, '', location.pathname + (query ? `?${query}` : '') + location.hash);
-  }
-  const token = fromUrl || tokenStore.get();
   document.body.dataset.ready = 'true';
-  if (token) {
-    $('token-input').value = token;
-    signIn(token);
-  } else {
-    $('token-input').focus();
-  }
+  signInOnLoad();
 }
 
 // exposed for the browser tests of the stream parser

@@ -1,4 +1,9 @@
-// Signing in with an API token, and signing out.
+// Signing in (with an API token, or with the single-use login code of a login link) and out.
+//
+// A credential never stays in the address bar: a login link carries a short-lived, single-use
+// code (`?login=…`) that is removed from the URL at once and exchanged (POST /session) for an
+// expiring session token. A token in a URL (`?token=…`, old links) is refused: URLs end up in
+// logs and history.
 
 import { api, ApiError, describe, tokenStore } from './api.js';
 import { clearError } from './banner.js';
@@ -7,6 +12,62 @@ import { resetMemoryPanel } from './memory_panel.js';
 import { stopFollowing } from './run.js';
 import { setToken, signedIn, signedOut, state } from './state.js';
 import { loadThreads, selectThread, showEmptyConversation } from './threads.js';
+
+function showSignInError(message) {
+  const errorLine = $('signin-error');
+  errorLine.textContent = message;
+  errorLine.hidden = !message;
+}
+
+/** Take `login` and `token` out of the address bar (and this history entry) at once. */
+function stripCredentialParams() {
+  const params = new URLSearchParams(location.search);
+  const found = { login: params.get('login'), token: params.has('token') };
+  if (params.has('login') || params.has('token')) {
+    params.delete('login');
+    params.delete('token');
+    const query = params.toString();
+    history.replaceState(null, '', location.pathname + (query ? `?${query}` : '') + location.hash);
+  }
+  return found;
+}
+
+/** Exchange a login link's code for a session token, then sign in with it. */
+export async function signInWithLoginCode(code) {
+  showSignInError('');
+  $('sign-in').disabled = true;
+  let session;
+  try {
+    session = await api('POST', '/session', { json: { login_code: code } });
+  } catch (err) {
+    showSignInError(err instanceof ApiError && (err.status === 401 || err.status === 422)
+      ? 'This login link was already used or has expired. Ask for a new one, or sign in with an API token.'
+      : `Could not sign in: ${describe(err)}`);
+    return false;
+  } finally {
+    $('sign-in').disabled = false;
+  }
+  return signIn(session.token);
+}
+
+/** The first sign-in of a page load: a login link's code, else the remembered token. */
+export function signInOnLoad() {
+  const fromUrl = stripCredentialParams();
+  if (fromUrl.login) return signInWithLoginCode(fromUrl.login);
+  if (fromUrl.token) {
+    showSignInError('A token in a link is never accepted (links end up in logs). '
+      + 'Sign in with your API token, or open a new login link.');
+    $('token-input').focus();
+    return Promise.resolve(false);
+  }
+  const token = tokenStore.get();
+  if (!token) {
+    $('token-input').focus();
+    return Promise.resolve(false);
+  }
+  $('token-input').value = token;
+  return signIn(token);
+}
 
 export async function signIn(token) {
   const errorLine = $('signin-error');

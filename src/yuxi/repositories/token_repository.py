@@ -1,0 +1,145 @@
+"""API tokens and login codes, stored only as sha256 digests. Never commits: callers own
+transactions. Every time comparison uses the database clock (``now()``)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Row, and_, delete, func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
+
+from yuxi.db.models import ApiToken, LoginCode
+from yuxi.vocabulary import LOGIN_CODE_PREFIX, TOKEN_PREFIX
+
+
+def hash_credential(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def new_login_code() -> str:
+    return LOGIN_CODE_PREFIX + secrets.token_urlsafe(32)
+
+
+def _token_is_valid() -> ColumnElement[bool]:
+    """Neither revoked nor expired, by the database clock."""
+    return and_(
+        ApiToken.revoked_at.is_(None),
+        or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > func.now()),
+    )
+
+
+@dataclass(frozen=True)
+class NewCredential:
+    """A freshly stored token: the plaintext (shown once) and its row's facts."""
+
+    id: int
+    plaintext: str
+    expires_at: datetime | None
+
+
+class TokenRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    # -- API and session tokens -------------------------------------------------------------
+
+    async def add_token(
+        self, uid: str, *, label: str = "default", ttl_seconds: int | None = None
+    ) -> NewCredential:
+        """Store a new token's digest; ``ttl_seconds`` (from now) sets its expiry."""
+        token = new_token()
+        expires = None if ttl_seconds is None else func.now() + timedelta(seconds=ttl_seconds)
+        row = (
+            await self.session.execute(
+                insert(ApiToken)
+                .values(uid=uid, token_hash=hash_credential(token), label=label, expires_at=expires)
+                .returning(ApiToken.id, ApiToken.expires_at)
+            )
+        ).one()
+        return NewCredential(row.id, token, row.expires_at)
+
+    async def uid_for_token(self, token: str) -> str | None:
+        """The owner of a valid (not revoked, not expired) token."""
+        row = await self.session.execute(
+            select(ApiToken.uid).where(
+                ApiToken.token_hash == hash_credential(token), _token_is_valid()
+            )
+        )
+        return row.scalar_one_or_none()
+
+    async def list_tokens(self, uid: str) -> Sequence[Row[ApiToken, bool]]:
+        """The user's tokens, oldest first, each with whether it is valid now."""
+        rows = await self.session.execute(
+            select(ApiToken, _token_is_valid().label("active"))
+            .where(ApiToken.uid == uid)
+            .order_by(ApiToken.id)
+        )
+        return rows.all()
+
+    async def revoke(self, uid: str, token_id: int | None = None) -> list[int]:
+        """Revoke the user's tokens not yet revoked (all, or the one ``token_id``); their ids."""
+        stmt = (
+            update(ApiToken)
+            .where(ApiToken.uid == uid, ApiToken.revoked_at.is_(None))
+            .values(revoked_at=func.now())
+            .returning(ApiToken.id)
+        )
+        if token_id is not None:
+            stmt = stmt.where(ApiToken.id == token_id)
+        return sorted((await self.session.execute(stmt)).scalars().all())
+
+    async def token_exists(self, uid: str, token_id: int) -> bool:
+        row = await self.session.execute(
+            select(ApiToken.id).where(ApiToken.uid == uid, ApiToken.id == token_id)
+        )
+        return row.scalar_one_or_none() is not None
+
+    # -- login codes ------------------------------------------------------------------------
+
+    async def add_login_code(self, uid: str, *, ttl_seconds: int) -> tuple[str, datetime]:
+        """Store a new login code's digest, valid for ``ttl_seconds``: the plaintext (shown
+        once) and its expiry. The user's codes that can no longer be used (spent or expired)
+        are deleted on the way."""
+        await self.session.execute(
+            delete(LoginCode).where(
+                LoginCode.uid == uid,
+                or_(LoginCode.used_at.is_not(None), LoginCode.expires_at <= func.now()),
+            )
+        )
+        code = new_login_code()
+        expires_at = (
+            await self.session.execute(
+                insert(LoginCode)
+                .values(
+                    uid=uid,
+                    code_hash=hash_credential(code),
+                    expires_at=func.now() + timedelta(seconds=ttl_seconds),
+                )
+                .returning(LoginCode.expires_at)
+            )
+        ).scalar_one()
+        return code, expires_at
+
+    async def use_login_code(self, code: str) -> str | None:
+        """Spend a login code: the uid it was issued to, if it was unused and unexpired. One
+        statement, so two concurrent exchanges of one code cannot both succeed."""
+        row = await self.session.execute(
+            update(LoginCode)
+            .where(
+                LoginCode.code_hash == hash_credential(code),
+                LoginCode.used_at.is_(None),
+                LoginCode.expires_at > func.now(),
+            )
+            .values(used_at=func.now())
+            .returning(LoginCode.uid)
+        )
+        return row.scalar_one_or_none()
