@@ -238,3 +238,10 @@ def test_max_tokens_boundary_in_utf8_bytes_with_cjk() -> None:
     assert over.text == "You said: 茶茶" and over.response_metadata["finish_reason"] == "length"
     mid = _invoke(model, "a茶茶")  # the 16th byte is inside a character: never half of one
     assert mid.text == "You said: a茶" and mid.response_metadata["finish_reason"] == "length"
+
+
+def test_tools_passed_per_call_are_read_like_bound_ones() -> None:
+    direct = _invoke(OfflineChatModel(), "remember: tea", tools=[remember_memory])
+    bound = _invoke(OfflineChatModel().bind_tools([remember_memory]), "remember: tea")
+    assert direct.tool_calls == bound.tool_calls
+    assert direct.usage_metadata == bound.usage_metadata

@@ -97,15 +97,11 @@ def tool_dict(
     return converted
 
 
-def tool_specs(tools: object) -> tuple[ToolSpec, ...]:
-    """The names and argument schemas of a binding's ``tools``."""
-    if tools is None:
-        return ()
-    if not isinstance(tools, list | tuple):
-        raise TypeError("tools must be a list of tool dicts (use bind_tools)")
+def tool_specs(tools: Sequence[dict[str, Any]]) -> tuple[ToolSpec, ...]:
+    """The names and argument schemas of OpenAI-format ``tools`` (see :func:`tool_dict`)."""
     specs = []
     for tool in tools:
-        function = tool_dict(tool)["function"]
+        function = tool["function"]
         parameters = function.get("parameters")
         specs.append(
             ToolSpec(str(function["name"]), parameters if isinstance(parameters, dict) else {})

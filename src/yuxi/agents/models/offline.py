@@ -210,8 +210,11 @@ class OfflineChatModel(BaseChatModel):
         unknown = sorted(set(kwargs) - _CALL_KEYWORDS)
         if unknown:
             raise TypeError(f"the offline model does not support {', '.join(unknown)}")
-        tools = tuple(kwargs.get("tools") or ())
-        specs = tool_specs(list(tools))
+        given = kwargs.get("tools") or ()
+        if not isinstance(given, list | tuple):
+            raise TypeError("tools must be a list of tools (use bind_tools)")
+        tools = tuple(tool_dict(tool) for tool in given)
+        specs = tool_specs(tools)
         choice = read_tool_choice(kwargs.get("tool_choice"), [s.name for s in specs])
         max_tokens = kwargs.get("max_tokens", self.max_tokens)
         if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
