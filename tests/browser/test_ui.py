@@ -77,7 +77,7 @@ async def test_sign_in_memory_panel_and_recall_in_a_new_thread(
         "assistant-reply"
     )
     await expect(reply).to_have_count(1)
-    await expect(reply).to_contain_text("updated")
+    await expect(reply).to_contain_text("Saved to memory: «I drink oolong tea»")
     # The settled run says what it cost (the run view's usage): a tool call and the answer.
     await expect(page.get_by_test_id("run-usage")).to_contain_text("2 model calls")
     await wait_idle(page)
@@ -214,7 +214,9 @@ async def test_approval_card_approve_and_reject(
     await expect(tool).to_have_attribute("data-status", "success")
     await expect(card).to_have_attribute("data-state", "approved")
     await expect(card).to_contain_text("Approved")
-    await expect(page.get_by_test_id("assistant-reply").last).to_contain_text("written")
+    await expect(page.get_by_test_id("assistant-reply").last).to_contain_text(
+        "Wrote notes/a.md (2 bytes)."
+    )
     await wait_idle(page)
     await expect(page.get_by_test_id("send")).to_be_enabled()
     got = await api.get("/api/v1/workspace/files/notes/a.md")

@@ -113,9 +113,11 @@ async def test_a_tainted_write_waits_for_approval_then_writes_once(
     assert written["status"] == "success"
     assert json.loads(written["result"])["status"] == "updated"
     assert memory_file(container, planted.uid).read_text().count(planted.marker) == 1
-    # The final answer quotes both results of the plan.
-    assert "read_thread_messages returned:" in done.output["reply"]  # type: ignore[index]
-    assert "remember_memory returned:" in done.output["reply"]  # type: ignore[index]
+    # The final answer says what both results of the plan mean, in words, not JSON.
+    reply = done.output["reply"]  # type: ignore[index]
+    assert reply.startswith("Thread «old» (")
+    assert f"Saved to memory: «{planted.content}»" in reply
+    assert '"status"' not in reply
     # One decision per interruption: a second approval is the same resume run, no new write.
     again, created = await container.services.chat.resume(planted.uid, run.id, "approve")
     assert not created and again.id == done.id
@@ -133,7 +135,8 @@ async def test_a_rejected_tainted_write_writes_nothing_and_the_model_is_told(
     assert done.status == "completed", done.error_message
     (told,) = _events(events, "tool_end", "remember_memory")
     assert told["status"] == "error" and "rejected" in told["result"]
-    assert "The remember_memory call did not succeed" in done.output["reply"]  # type: ignore[index]
+    reply = done.output["reply"]  # type: ignore[index]
+    assert reply.splitlines()[-1] == f"I couldn't save that: {told['result']}"
     assert sha256_of(memory_file(container, planted.uid)) == before
     assert planted.marker not in memory_file(container, planted.uid).read_text()
 

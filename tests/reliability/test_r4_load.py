@@ -93,7 +93,7 @@ async def _user(server: LiveServer, token: str, number: int, runs: int, tally: T
                 missing = [f for f in facts if f not in reply]
                 if missing:
                     tally.errors.append(f"user{number} recall {k} misses {missing[:2]}")
-            elif '"status":"updated"' in reply:
+            elif reply == f"Saved to memory: «{fact}»":
                 facts.append(fact)
             else:
                 tally.errors.append(f"user{number} remember {k} not updated: {reply[:200]}")

@@ -322,20 +322,22 @@ class FakeMemory:
 class CapturingModel(OfflineChatModel):
     """The offline model, recording every message list it receives and every tool binding.
 
-    ``bind_tools`` returns a (shallow) copy, so the capture lists are shared with the copy.
+    ``bind_tools`` binds this very model, so every call through a binding is captured here.
     """
 
     seen: list[list[BaseMessage]] = Field(default_factory=list)
     bindings: list[tuple[str, ...]] = Field(default_factory=list)
 
-    def bind_tools(self, tools: Any, *, tool_choice: str | None = None, **kwargs: Any) -> Any:
+    def bind_tools(
+        self, tools: Any, *, tool_choice: str | dict[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
         names = tuple(t.name if isinstance(t, BaseTool) else str(t) for t in tools)
         self.bindings.append(names)
         return super().bind_tools(tools, tool_choice=tool_choice, **kwargs)
 
-    def respond(self, messages: Any) -> Any:
+    def respond(self, messages: Any, **options: Any) -> Any:
         self.seen.append(list(messages))
-        return super().respond(messages)
+        return super().respond(messages, **options)
 
     def system_prompts(self) -> list[str]:
         return [m.text for messages in self.seen for m in messages if isinstance(m, SystemMessage)]

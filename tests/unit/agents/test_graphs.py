@@ -122,7 +122,8 @@ async def test_remember_calls_the_service_with_the_run_identity(tmp_path: Path) 
         separators=(",", ":"),
     )
     assert tool_message.content == expected
-    assert expected in _final(result).text
+    # The answer says it in words; the JSON is the tool card's.
+    assert _final(result).text == "Saved to memory: «我喜欢乌龙茶»"
     assert "__interrupt__" not in result  # remember_memory needs no approval
     assert len(reported) == 1 and reported[0].text == "- likes green tea\n"
     assert set(MEMORY_TOOL_NAMES) <= set(model.bindings[0])
@@ -169,7 +170,9 @@ async def test_correct_search_and_read_reach_the_service(tmp_path: Path) -> None
             "include_tools": True,
         }
     ]
-    assert '"thread_id":"thread-old"' in _final(result).text
+    (read,) = [m for m in _tool_messages(result) if m.name == "read_thread_messages"]
+    assert json.loads(str(read.content))["thread_id"] == "thread-old"
+    assert _final(result).text == "Thread «Untitled» (thread-old):\n- user (message 7): hello"
 
 
 async def test_forged_invoke_context_is_refused(tmp_path: Path) -> None:
@@ -242,7 +245,8 @@ async def test_write_interrupts_and_approval_writes_the_file(tmp_path: Path) -> 
     assert "__interrupt__" not in resumed
     assert ws.get("notes/plan.md") == "周一开会"
     written = '{"status":"written","path":"notes/plan.md","size":12}'
-    assert written in _final(resumed).text
+    assert [m.content for m in _tool_messages(resumed)] == [written]
+    assert _final(resumed).text == "Wrote notes/plan.md (12 bytes)."
 
 
 async def test_rejection_does_not_write(tmp_path: Path) -> None:

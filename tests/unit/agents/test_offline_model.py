@@ -1,11 +1,17 @@
-"""The deterministic offline model: commands, honesty about bound tools, final answers."""
+"""The deterministic offline model: commands, honesty about bound tools, plans.
+
+Its final answers in words are in ``test_offline_answers.py``; ``tool_choice``, streaming and
+usage in ``test_offline_protocol.py``; LangChain's standard suites in
+``test_offline_standard.py``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.tools import StructuredTool
 from pydantic import SecretStr
 
@@ -31,13 +37,14 @@ def _tool(name: str) -> StructuredTool:
     return StructuredTool.from_function(coroutine=run, name=name, description=name)
 
 
-def _bound(*names: str) -> OfflineChatModel:
-    model = OfflineChatModel().bind_tools([_tool(n) for n in names])
-    assert isinstance(model, OfflineChatModel)
-    return model
+Model = Runnable[LanguageModelInput, AIMessage]
 
 
-def _reply(model: OfflineChatModel, text: str, system: str | None = None) -> AIMessage:
+def _bound(*names: str) -> Model:
+    return OfflineChatModel().bind_tools([_tool(n) for n in names])
+
+
+def _reply(model: Model, text: str, system: str | None = None) -> AIMessage:
     messages: list[BaseMessage] = [] if system is None else [SystemMessage(content=system)]
     messages.append(HumanMessage(content=text))
     result = model.invoke(messages)
@@ -127,12 +134,17 @@ def test_unbound_tool_gets_an_honest_cannot(text: str, tool: str) -> None:
         assert "cannot" in reply.text or "做不到" in reply.text
 
 
-def test_bind_tools_returns_a_copy_and_records_names() -> None:
+def test_bind_tools_binds_the_tools_and_leaves_the_model_alone() -> None:
     base = OfflineChatModel()
     bound = base.bind_tools([_tool("remember_memory"), {"name": "dict_tool"}])
-    assert isinstance(bound, OfflineChatModel)
-    assert bound.bound_tool_names == ("remember_memory", "dict_tool")
-    assert base.bound_tool_names == ()
+    assert isinstance(bound, RunnableBinding) and bound.bound is base
+    assert [t["function"]["name"] for t in bound.kwargs["tools"]] == [
+        "remember_memory",
+        "dict_tool",
+    ]
+    assert bound.kwargs["tool_choice"] == "auto"
+    # The unbound model still knows no tool.
+    assert "cannot" in _reply(base, "remember: tea").text
 
 
 def test_recall_quotes_the_memory_block() -> None:
@@ -166,7 +178,7 @@ def test_anything_else_is_echoed_briefly() -> None:
     assert len(long) < 220
 
 
-def test_final_answer_quotes_its_own_tool_result_verbatim() -> None:
+def test_final_answer_says_what_its_own_tool_result_means() -> None:
     model = _bound("remember_memory")
     human = HumanMessage(content="remember: tea")
     call = _reply(model, "remember: tea")
@@ -177,8 +189,7 @@ def test_final_answer_quotes_its_own_tool_result_verbatim() -> None:
     final = model.invoke([human, call, tool_message])
     assert isinstance(final, AIMessage)
     assert final.tool_calls == []
-    assert result in final.text
-    assert final.text.startswith("remember_memory returned:")
+    assert final.text == "Saved to memory: «tea»"
 
     rejected = ToolMessage(
         content="User rejected the tool call.",
@@ -186,7 +197,7 @@ def test_final_answer_quotes_its_own_tool_result_verbatim() -> None:
         status="error",
     )
     final = model.invoke([human, call, rejected])
-    assert "did not succeed: User rejected the tool call." in final.text
+    assert final.text == "I couldn't save that: User rejected the tool call."
 
 
 def test_tool_result_it_did_not_ask_for_is_not_quoted() -> None:
@@ -240,7 +251,7 @@ def _result(call: AIMessage, content: str, *, status: str = "success") -> ToolMe
     )
 
 
-def test_a_plan_runs_its_lines_one_turn_each_then_quotes_every_result() -> None:
+def test_a_plan_runs_its_lines_one_turn_each_then_answers_every_result() -> None:
     model = _bound(*ALL_TOOLS)
     text = "read thread: th-9\n\n  remember: my password is hunter2  \nsearch history: 茶"
     conversation: list[BaseMessage] = [
@@ -254,7 +265,12 @@ def test_a_plan_runs_its_lines_one_turn_each_then_quotes_every_result() -> None:
         ("remember_memory", {"content": "my password is hunter2"}),
         ("search_thread_messages", {"query": "茶"}),
     ]
-    results = ['{"thread_id":"th-9"}', '{"status":"updated"}', '{"items":[]}']
+    results = [
+        '{"thread_id":"th-9","title":"Tea","messages":[{"message_id":3,"role":"user",'
+        '"content":"green tea"}],"truncated":false}',
+        '{"status":"updated"}',
+        '{"items":[],"truncated":false}',
+    ]
     for (name, args), content in zip(expected, results, strict=True):
         step = model.invoke(conversation)
         assert isinstance(step, AIMessage) and step.content == ""
@@ -264,16 +280,17 @@ def test_a_plan_runs_its_lines_one_turn_each_then_quotes_every_result() -> None:
     final = model.invoke(conversation)
     assert final.tool_calls == []
     assert final.text.splitlines() == [
-        'read_thread_messages returned: {"thread_id":"th-9"}',
-        'remember_memory returned: {"status":"updated"}',
-        'search_thread_messages returned: {"items":[]}',
+        "Thread «Tea» (th-9):",
+        "- user (message 3): green tea",
+        "Saved to memory: «my password is hunter2»",
+        "I found nothing in your past conversations for «茶».",
     ]
     # Deterministic: the same conversation gives the same reply, call ids included.
     again = model.invoke(conversation[:4])
     assert again.tool_calls == model.invoke(conversation[:4]).tool_calls
 
 
-def test_a_plan_goes_on_after_an_error_or_a_rejection_and_quotes_it() -> None:
+def test_a_plan_goes_on_after_an_error_or_a_rejection_and_says_so() -> None:
     model = _bound(*ALL_TOOLS)
     conversation: list[BaseMessage] = [HumanMessage(content="read thread: x\nremember: y")]
     first = model.invoke(conversation)
@@ -284,7 +301,7 @@ def test_a_plan_goes_on_after_an_error_or_a_rejection_and_quotes_it() -> None:
     final = model.invoke(conversation).text
     assert final.splitlines() == [
         "The read_thread_messages call did not succeed: not found",
-        "The remember_memory call did not succeed: User rejected it.",
+        "I couldn't save that: User rejected it.",
     ]
 
 
@@ -293,10 +310,10 @@ def test_a_plan_line_with_an_unbound_tool_ends_the_plan_honestly() -> None:
     conversation: list[BaseMessage] = [HumanMessage(content="read thread: x\nremember: y")]
     first = model.invoke(conversation)
     assert first.tool_calls[0]["name"] == "read_thread_messages"
-    conversation += [first, _result(first, "{}")]
+    conversation += [first, _result(first, "It is gone.", status="error")]
     final = model.invoke(conversation)
     assert final.tool_calls == []
-    assert final.text.startswith("read_thread_messages returned: {}")
+    assert final.text.startswith("The read_thread_messages call did not succeed: It is gone.")
     assert "remember_memory" in final.text and "cannot" in final.text
 
 
@@ -315,9 +332,9 @@ def test_a_single_command_behaves_as_before(text: str, args: dict[str, Any]) -> 
     reply = _reply(model, text)
     (call,) = reply.tool_calls
     assert (call["name"], call["args"]) == ("remember_memory", args)
-    result = _result(reply, "ok")
+    result = _result(reply, '{"status":"unchanged"}')
     final = model.invoke([HumanMessage(content=text), reply, result])
-    assert final.text == "remember_memory returned: ok"
+    assert final.text == "That is already in memory."
 
 
 def test_lines_that_are_not_all_commands_are_not_a_plan() -> None:

@@ -194,7 +194,7 @@ async def test_a_tainted_remember_waits_and_writes_once_when_approved(tmp_path: 
     )
     assert "__interrupt__" not in resumed
     assert [c["content"] for c in memory.calls_to("remember_memory")] == ["my password is hunter2"]
-    assert "remember_memory returned:" in resumed["messages"][-1].text
+    assert "Saved to memory: «my password is hunter2»" in resumed["messages"][-1].text
 
 
 async def test_a_rejected_tainted_remember_writes_nothing_and_the_model_is_told(
@@ -212,4 +212,6 @@ async def test_a_rejected_tainted_remember_writes_nothing_and_the_model_is_told(
     assert memory.calls_to("remember_memory") == []
     told = [m for m in resumed["messages"] if isinstance(m, ToolMessage)][-1]
     assert (told.name, told.status) == (REMEMBER_MEMORY_TOOL, "error")
-    assert "The remember_memory call did not succeed" in resumed["messages"][-1].text
+    final = resumed["messages"][-1].text
+    assert final.splitlines()[-1] == f"I couldn't save that: {told.text}"
+    assert told.text.endswith("with reason: no")

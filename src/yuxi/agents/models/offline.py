@@ -1,8 +1,9 @@
 """A deterministic, offline chat model that drives the real tools honestly.
 
 No network, no randomness: the same conversation always yields the same reply. It may only call
-tools that are actually bound to it (``bind_tools``); asked for anything else it says it cannot.
-It reads the last user message and understands (English or Chinese, ``:`` or ``：``)::
+tools that are actually bound to it (``bind_tools``) and that ``tool_choice`` allows; asked for
+anything else it says it cannot. It reads the last user message and understands (English or
+Chinese, ``:`` or ``：``)::
 
     remember: TEXT                      / 记住：TEXT          → remember_memory(content=TEXT)
     correct memory: OLD => NEW          / 纠正记忆：OLD => NEW → remember_memory(NEW, replaces=OLD)
@@ -13,16 +14,26 @@ It reads the last user message and understands (English or Chinese, ``:`` or ``�
     read file: PATH                     / 读取文件：PATH       → read_workspace_file(path)
     write file PATH: TEXT               / 写入文件 PATH：TEXT   → write_workspace_file(...)
 
-Anything else gets a short echo. When the conversation ends with the results of its own tool
-calls, the final answer quotes each result verbatim.
+Anything else gets a short echo ("You said: …"). When the conversation ends with the results
+of its own tool calls, the final answer says in words what each result means ("Saved to memory:
+«…»", "I couldn't save that: …", the threads a search found, the file's text, "Wrote PATH (N
+bytes)."): the UI's tool card already shows the JSON (:mod:`._offline_answers`).
 
 A message of two or more non-blank lines **each of which** is one of the tool commands above is
 a plan: the lines run in order within one run, one tool call per model turn (the next line's
 call once the previous call has its result; the step is the number of tool-calling turns since
-the last user message), then one final answer quotes every result of the plan. A line whose
+the last user message), then one final answer covers every result of the plan. A line whose
 tool is not bound ends the plan there with the honest "cannot". Any other message is one
 command, exactly as above: ``remember: TEXT`` may go on over several lines as long as a later
 line is not a command of its own.
+
+As a LangChain chat model it is a proper one (``tests/unit/agents/test_offline_standard.py``
+runs LangChain's standard suites): ``tool_choice`` is honoured (:mod:`._offline_tools`; a
+forced call that is not a command is built from the message and the tool's schema), unknown
+keyword arguments are refused, it streams (text in pieces, tool calls as ``tool_call_chunks``,
+a last chunk with ``chunk_position="last"``), and every response carries ``usage_metadata``
+(a documented deterministic count), a finish reason and ``model_name`` (:mod:`._offline_output`).
+It has no network, so it takes no API key, timeout or retry settings (they are refused).
 """
 
 from __future__ import annotations
@@ -30,132 +41,61 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
-)
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field, field_validator
 
-__all__ = ["OfflineChatModel"]
+from yuxi.agents.models._offline_answers import describe_result
+from yuxi.agents.models._offline_commands import Intent, content_text, memory_text, parse, plan
+from yuxi.agents.models._offline_output import (
+    Reply,
+    finish,
+    input_tokens,
+    reply_chunks,
+    reply_result,
+)
+from yuxi.agents.models._offline_tools import (
+    BINDABLE_KEYWORDS,
+    ToolChoice,
+    ToolSpec,
+    explicit_call,
+    forced_call_args,
+    read_tool_choice,
+    tool_dict,
+    tool_specs,
+)
 
-_C = r"\s*[:：]\s*"
+__all__ = ["OFFLINE_MODEL_NAME", "OfflineChatModel"]
+
+OFFLINE_MODEL_NAME = "yuxi-offline"
 _ECHO_MAX_CHARS = 200
 _STRAY_RESULT = "I received a tool result I did not ask for; ignoring it."
-#: The memory block: markers that carry the run's nonce; only the closing one with the same
-#: nonce ends it (yuxi.utils.prompt_framing).
-_MEMORY_BLOCK = re.compile(
-    r'<memory_data nonce="(?P<nonce>[0-9a-f]+)">\n?(?P<text>.*?)\n?'
-    r'</memory_data nonce="(?P=nonce)">',
-    re.DOTALL,
+_AUTO = ToolChoice("auto")
+#: What a generation call may carry: the binding's ``tools``/``tool_choice``, a per-call
+#: ``model`` name or ``max_tokens``, and what LangChain itself passes along.
+_CALL_KEYWORDS = frozenset(
+    {"tools", "tool_choice", "model", "max_tokens", "stream", "ls_structured_output_format"}
 )
 
 
 @dataclass(frozen=True)
-class _Intent:
-    tool: str | None  # None: answered without a tool
-    args: dict[str, Any]
-    zh: bool
-    kind: str
+class _Call:
+    """One generation's options, validated."""
 
-
-def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile(pattern, flags | re.DOTALL)
-
-
-_I = re.IGNORECASE
-_REMEMBER = (_rx(rf"^remember{_C}(?P<text>.+)$", _I), _rx(rf"^记住{_C}(?P<text>.+)$"))
-_CORRECT = (
-    _rx(rf"^correct memory{_C}(?P<old>.+?)\s*=>\s*(?P<new>.+)$", _I),
-    _rx(rf"^纠正记忆{_C}(?P<old>.+?)\s*=>\s*(?P<new>.+)$"),
-)
-_SEARCH = (_rx(rf"^search history{_C}(?P<text>.+)$", _I), _rx(rf"^搜索历史{_C}(?P<text>.+)$"))
-_READ_TAIL = r"(?:\s+at\s+(?P<mid>\d+))?(?P<tools>\s+with\s+tools)?\s*$"
-_READ = (
-    _rx(rf"^read thread{_C}(?P<tid>\S+?){_READ_TAIL}", _I),
-    _rx(rf"^读取线程{_C}(?P<tid>\S+?){_READ_TAIL}", _I),
-)
-_RECALL = (_rx(r"^what do you remember\s*\??$", _I), _rx(r"^你记得什么\s*[?？]?$"))
-_DELEGATE = (_rx(rf"^delegate{_C}(?P<text>.+)$", _I), _rx(rf"^委派{_C}(?P<text>.+)$"))
-_READ_FILE = (
-    _rx(rf"^read file{_C}(?P<path>\S+)\s*$", _I),
-    _rx(rf"^读取文件{_C}(?P<path>\S+)\s*$"),
-)
-_WRITE = (
-    _rx(rf"^write file\s+(?P<path>[^\s:：]+){_C}(?P<text>.*)$", _I),
-    _rx(rf"^写入文件\s*(?P<path>[^\s:：]+){_C}(?P<text>.*)$"),
-)
-
-
-def _match(
-    pair: tuple[re.Pattern[str], re.Pattern[str]], text: str
-) -> tuple[re.Match[str], bool] | None:
-    for zh, pattern in enumerate(pair):
-        if (found := pattern.match(text)) is not None:
-            return found, bool(zh)
-    return None
-
-
-def _parse(text: str) -> _Intent:
-    if m := _match(_CORRECT, text):
-        found, zh = m
-        args = {"content": found["new"].strip(), "replaces": found["old"].strip()}
-        return _Intent("remember_memory", args, zh, "correct")
-    if m := _match(_REMEMBER, text):
-        found, zh = m
-        return _Intent("remember_memory", {"content": found["text"].strip()}, zh, "remember")
-    if m := _match(_SEARCH, text):
-        found, zh = m
-        return _Intent("search_thread_messages", {"query": found["text"].strip()}, zh, "search")
-    if m := _match(_READ, text):
-        found, zh = m
-        read_args: dict[str, Any] = {"thread_id": found["tid"]}
-        if found["mid"] is not None:
-            mid = int(found["mid"])
-            # Out of int64 range it stays text: the tool refuses it as invalid_argument
-            # (a giant JSON int would not even survive the checkpointer's msgpack).
-            read_args["message_id"] = mid if mid < 2**63 else found["mid"]
-        if found["tools"] is not None:
-            read_args["include_tools"] = True
-        return _Intent("read_thread_messages", read_args, zh, "read")
-    if m := _match(_RECALL, text):
-        return _Intent(None, {}, m[1], "recall")
-    if m := _match(_DELEGATE, text):
-        found, zh = m
-        return _Intent("delegate_to_subagent", {"task": found["text"].strip()}, zh, "delegate")
-    if m := _match(_READ_FILE, text):
-        found, zh = m
-        return _Intent("read_workspace_file", {"path": found["path"]}, zh, "read_file")
-    if m := _match(_WRITE, text):
-        found, zh = m
-        write_args = {"path": found["path"], "content": found["text"].strip()}
-        return _Intent("write_workspace_file", write_args, zh, "write")
-    return _Intent(None, {}, False, "echo")
-
-
-def _tool_name(tool: builtins.dict[str, Any] | type | Callable[..., Any] | BaseTool) -> str:
-    if isinstance(tool, BaseTool):
-        return tool.name
-    if isinstance(tool, dict):
-        function = tool.get("function")
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            return str(function["name"])
-        if isinstance(tool.get("name"), str):
-            return str(tool["name"])
-    return str(convert_to_openai_tool(tool)["function"]["name"])
+    tools: tuple[dict[str, Any], ...]
+    specs: tuple[ToolSpec, ...]
+    choice: ToolChoice
+    stop: tuple[str, ...]
+    max_tokens: int | None
+    model_name: str
 
 
 def _call_id(position: int, name: str, args: dict[str, Any], text: str) -> str:
@@ -163,61 +103,64 @@ def _call_id(position: int, name: str, args: dict[str, Any], text: str) -> str:
     return "call_" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:24]
 
 
-def _content_text(message: BaseMessage) -> str:
-    return message.content if isinstance(message.content, str) else message.text
-
-
-def _memory_text(messages: Sequence[BaseMessage]) -> str | None:
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            found = _MEMORY_BLOCK.search(_content_text(message))
-            if found is not None and found["text"].strip():
-                return found["text"]
-    return None
-
-
-def _result(message: AIMessage) -> ChatResult:
-    """One whole response, saying why it ended the way real providers do (tool calls from a
-    response without a complete finish reason are never executed)."""
-    reason = "tool_calls" if message.tool_calls else "stop"
-    message.response_metadata = {**message.response_metadata, "finish_reason": reason}
-    return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-def _plan(text: str) -> list[tuple[str, _Intent]]:
-    """The lines of a multi-command message with their commands; empty unless there are two
-    or more non-blank lines and every one of them is a tool command."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if len(lines) < 2:
-        return []
-    plan = [(line, _parse(line)) for line in lines]
-    return plan if all(intent.tool is not None for _, intent in plan) else []
-
-
-def _tool_call(position: int, intent: _Intent, text: str) -> AIMessage:
-    assert intent.tool is not None
-    call = ToolCall(
-        name=intent.tool,
-        args=intent.args,
-        id=_call_id(position, intent.tool, intent.args, text),
-        type="tool_call",
-    )
+def _tool_call(position: int, name: str, args: dict[str, Any], text: str) -> AIMessage:
+    call = ToolCall(name=name, args=args, id=_call_id(position, name, args, text), type="tool_call")
     return AIMessage(content="", tool_calls=[call])
 
 
-def _quote(result: ToolMessage, called: str) -> str:
-    """One tool result, verbatim, as the final answer states it."""
-    name = result.name or called
-    content = _content_text(result)
-    if result.status == "error":
-        return f"The {name} call did not succeed: {content}"
-    return f"{name} returned: {content}"
+def _last_human(messages: Sequence[BaseMessage]) -> int | None:
+    return next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)),
+        None,
+    )
+
+
+def _cannot(intent: Intent) -> str:
+    if intent.zh:
+        return f"我做不到：此对话中我没有可用的工具 `{intent.tool}`。"
+    return (
+        f"I cannot do that: the tool `{intent.tool}` is not available to me in this conversation."
+    )
+
+
+def _recall(messages: Sequence[BaseMessage], *, zh: bool) -> str:
+    memory = memory_text(messages)
+    if memory is None:
+        return "我还没有保存任何记忆。" if zh else "I have no saved memory."
+    if zh:
+        return f"我记得以下内容（来自已保存的记忆）：\n{memory}"
+    return f"Here is what I remember (from my saved memory):\n{memory}"
+
+
+def _answer(results: Sequence[ToolMessage], own: dict[str, ToolCall]) -> list[str] | None:
+    """One description per result, or None if any result answers a call it did not make."""
+    if any(r.tool_call_id not in own for r in results):
+        return None
+    return [describe_result(r, own[r.tool_call_id]) for r in results]
 
 
 class OfflineChatModel(BaseChatModel):
-    """Deterministic offline model; ``bound_tool_names`` are the only tools it may call."""
+    """Deterministic offline model (see the module docstring)."""
 
-    bound_tool_names: tuple[str, ...] = ()
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, protected_namespaces=())
+
+    model_name: str = Field(default=OFFLINE_MODEL_NAME, alias="model")
+    """Only a label: reported as ``model_name`` and ``ls_model_name``."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Cuts a longer text answer (finish reason ``length``)."""
+    stop: list[str] | None = None
+    """Stop sequences: a text answer ends before the first one."""
+    temperature: float | None = None
+    """The model is deterministic: only ``0`` (or unset) is accepted."""
+    streaming: bool = False
+    """``invoke`` streams internally (LangChain's standard flag)."""
+
+    @field_validator("temperature")
+    @classmethod
+    def _deterministic(cls, value: float | None) -> float | None:
+        if value not in (None, 0):
+            raise ValueError("the offline model is deterministic: temperature must be 0 or unset")
+        return value
 
     @property
     def _llm_type(self) -> str:
@@ -225,19 +168,76 @@ class OfflineChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> builtins.dict[str, Any]:
-        return {"model": "yuxi-offline", "tools": list(self.bound_tool_names)}
+        return {"model_name": self.model_name, "max_tokens": self.max_tokens, "stop": self.stop}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        model = kwargs.get("model")
+        params = LangSmithParams(
+            ls_provider="yuxi",
+            ls_model_name=model if isinstance(model, str) else self.model_name,
+            ls_model_type="chat",
+        )
+        if self.temperature is not None:
+            params["ls_temperature"] = self.temperature
+        if (max_tokens := kwargs.get("max_tokens", self.max_tokens)) is not None:
+            params["ls_max_tokens"] = max_tokens
+        if stops := stop or self.stop:
+            params["ls_stop"] = stops
+        return params
 
     def bind_tools(
         self,
         tools: Sequence[builtins.dict[str, Any] | type | Callable[..., Any] | BaseTool],
         *,
-        tool_choice: str | None = None,
+        tool_choice: str | builtins.dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """A copy of this model that knows (and may call) exactly ``tools``."""
-        return self.model_copy(update={"bound_tool_names": tuple(_tool_name(t) for t in tools)})
+        """This model bound to exactly ``tools`` under ``tool_choice``; any other keyword
+        argument is refused with ``TypeError`` (the offline model would not honour it)."""
+        unknown = sorted(set(kwargs) - BINDABLE_KEYWORDS)
+        if unknown:
+            raise TypeError(
+                f"OfflineChatModel.bind_tools() does not support {', '.join(unknown)}; "
+                "it takes tools and tool_choice only"
+            )
+        dicts = [tool_dict(tool) for tool in tools]
+        choice = read_tool_choice(tool_choice, [d["function"]["name"] for d in dicts])
+        return self.bind(tools=dicts, tool_choice=choice.as_binding(), **kwargs)
 
     # -- generation -------------------------------------------------------------------------
+
+    def _call(self, stop: list[str] | None, kwargs: dict[str, Any]) -> _Call:
+        unknown = sorted(set(kwargs) - _CALL_KEYWORDS)
+        if unknown:
+            raise TypeError(f"the offline model does not support {', '.join(unknown)}")
+        given = kwargs.get("tools") or ()
+        if not isinstance(given, list | tuple):
+            raise TypeError("tools must be a list of tools (use bind_tools)")
+        tools = tuple(tool_dict(tool) for tool in given)
+        specs = tool_specs(tools)
+        choice = read_tool_choice(kwargs.get("tool_choice"), [s.name for s in specs])
+        max_tokens = kwargs.get("max_tokens", self.max_tokens)
+        if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+            raise ValueError(f"max_tokens must be a positive integer, not {max_tokens!r}")
+        model = kwargs.get("model")
+        return _Call(
+            tools=tools,
+            specs=specs,
+            choice=choice,
+            stop=tuple(stop if stop is not None else self.stop or ()),
+            max_tokens=max_tokens,
+            model_name=model if isinstance(model, str) and model else self.model_name,
+        )
+
+    def _reply(self, messages: list[BaseMessage], call: _Call) -> Reply:
+        message = self.respond(messages, tools=call.specs, tool_choice=call.choice)
+        return finish(
+            message,
+            prompt_tokens=input_tokens(messages, call.tools),
+            stop=call.stop,
+            max_tokens=call.max_tokens,
+            model_name=call.model_name,
+        )
 
     def _generate(
         self,
@@ -246,7 +246,7 @@ class OfflineChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return _result(self.respond(messages))
+        return reply_result(self._reply(messages, self._call(stop, kwargs)))
 
     async def _agenerate(
         self,
@@ -255,90 +255,103 @@ class OfflineChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return _result(self.respond(messages))
+        return reply_result(self._reply(messages, self._call(stop, kwargs)))
 
-    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
-        """The deterministic reply to ``messages`` (public for tests and the CLI)."""
-        human_at = next(
-            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)),
-            None,
-        )
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        yield from reply_chunks(self._reply(messages, self._call(stop, kwargs)))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for chunk in reply_chunks(self._reply(messages, self._call(stop, kwargs))):
+            yield chunk
+
+    # -- the decision -----------------------------------------------------------------------
+
+    def respond(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice = _AUTO,
+    ) -> AIMessage:
+        """The deterministic reply to ``messages`` with ``tools`` bound under ``tool_choice``
+        (public for tests): text, or one tool call. Usage and finish reason are added later."""
+        allowed = tool_choice.allowed([spec.name for spec in tools])
+        reply = self._respond(messages, allowed)
+        usable = [spec for spec in tools if spec.name in allowed]
+        if tool_choice.forced and usable and not reply.tool_calls:
+            human_at = _last_human(messages)
+            text = "" if human_at is None else content_text(messages[human_at]).strip()
+            found = explicit_call(text, usable)
+            spec, args = found if found else (usable[0], forced_call_args(usable[0], text))
+            return _tool_call(len(messages), spec.name, args, text)
+        return reply
+
+    def _respond(self, messages: Sequence[BaseMessage], allowed: Sequence[str]) -> AIMessage:
+        human_at = _last_human(messages)
         if human_at is not None:
-            plan = _plan(_content_text(messages[human_at]).strip())
-            if plan:
-                return self._plan_step(messages, human_at, plan)
+            steps = plan(content_text(messages[human_at]).strip())
+            if steps:
+                return self._plan_step(messages, human_at, steps, allowed)
         if messages and isinstance(messages[-1], ToolMessage):
             return self._answer_tool_results(messages)
         if human_at is None:
             return AIMessage(content="Hello! I am Yuxi's offline model. How can I help?")
-        text = _content_text(messages[human_at]).strip()
-        intent = _parse(text)
+        text = content_text(messages[human_at]).strip()
+        intent = parse(text)
         if intent.kind == "recall":
-            return AIMessage(content=self._recall(messages, zh=intent.zh))
+            return AIMessage(content=_recall(messages, zh=intent.zh))
         if intent.tool is None:
             echo = text if len(text) <= _ECHO_MAX_CHARS else text[:_ECHO_MAX_CHARS] + "…"
             return AIMessage(content=f"You said: {echo}")
-        if intent.tool not in self.bound_tool_names:
-            return AIMessage(content=self._cannot(intent))
-        return _tool_call(len(messages), intent, text)
+        if intent.tool not in allowed:
+            return AIMessage(content=_cannot(intent))
+        return _tool_call(len(messages), intent.tool, intent.args, text)
 
+    @staticmethod
     def _plan_step(
-        self, messages: Sequence[BaseMessage], human_at: int, plan: Sequence[tuple[str, _Intent]]
+        messages: Sequence[BaseMessage],
+        human_at: int,
+        steps: Sequence[tuple[str, Intent]],
+        allowed: Sequence[str],
     ) -> AIMessage:
         """The next line's tool call, or the final answer once every line has its result."""
         since = messages[human_at + 1 :]
         turns = [m for m in since if isinstance(m, AIMessage) and m.tool_calls]
-        if len(turns) < len(plan):
-            line, intent = plan[len(turns)]
-            if intent.tool in self.bound_tool_names:
-                return _tool_call(len(messages), intent, line)
-            stopped: str | None = self._cannot(intent)
-        else:
-            stopped = None
-        own_calls = {call["id"]: call["name"] for turn in turns for call in turn.tool_calls}
-        results = [m for m in since if isinstance(m, ToolMessage)]
-        if any(r.tool_call_id not in own_calls for r in results):
+        stopped: str | None = None
+        if len(turns) < len(steps):
+            line, intent = steps[len(turns)]
+            if intent.tool is not None and intent.tool in allowed:
+                return _tool_call(len(messages), intent.tool, intent.args, line)
+            stopped = _cannot(intent)
+        own = {call["id"]: call for turn in turns for call in turn.tool_calls if call["id"]}
+        lines = _answer([m for m in since if isinstance(m, ToolMessage)], own)
+        if lines is None:
             return AIMessage(content=_STRAY_RESULT)
-        lines = [_quote(r, own_calls[r.tool_call_id]) for r in results]
-        if stopped is not None:
-            lines.append(stopped)
-        return AIMessage(content="\n".join(lines))
-
-    @staticmethod
-    def _recall(messages: Sequence[BaseMessage], *, zh: bool) -> str:
-        memory = _memory_text(messages)
-        if memory is None:
-            return "我还没有保存任何记忆。" if zh else "I have no saved memory."
-        if zh:
-            return f"我记得以下内容（来自已保存的记忆）：\n{memory}"
-        return f"Here is what I remember (from my saved memory):\n{memory}"
-
-    @staticmethod
-    def _cannot(intent: _Intent) -> str:
-        if intent.zh:
-            return f"我做不到：此对话中我没有可用的工具 `{intent.tool}`。"
-        return (
-            f"I cannot do that: the tool `{intent.tool}` is not available to me in this "
-            "conversation."
-        )
+        return AIMessage(content="\n".join([*lines, *([stopped] if stopped else [])]))
 
     @staticmethod
     def _answer_tool_results(messages: Sequence[BaseMessage]) -> AIMessage:
-        results: list[ToolMessage] = []
         index = len(messages) - 1
         while index >= 0 and isinstance(messages[index], ToolMessage):
-            message = messages[index]
-            assert isinstance(message, ToolMessage)
-            results.append(message)
             index -= 1
-        results.reverse()
+        results = [m for m in messages[index + 1 :] if isinstance(m, ToolMessage)]
         caller = messages[index] if index >= 0 else None
-        own_calls = (
-            {call["id"]: call["name"] for call in caller.tool_calls}
+        own = (
+            {call["id"]: call for call in caller.tool_calls if call["id"]}
             if isinstance(caller, AIMessage)
             else {}
         )
-        if not results or any(r.tool_call_id not in own_calls for r in results):
-            return AIMessage(content=_STRAY_RESULT)
-        lines = [_quote(result, own_calls[result.tool_call_id]) for result in results]
-        return AIMessage(content="\n".join(lines))
+        lines = _answer(results, own) if results else None
+        return AIMessage(content=_STRAY_RESULT if lines is None else "\n".join(lines))

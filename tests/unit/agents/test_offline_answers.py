@@ -1,0 +1,195 @@
+"""The offline model's final answers say in words what each of its tool results means.
+
+The UI's tool card shows the JSON; the answer never repeats it (no braces, no ``"status"``, no
+field the sentence does not need, such as MEMORY.md's path or a version id).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+
+from yuxi.agents.models import OfflineChatModel
+
+TOOLS = (
+    "remember_memory",
+    "search_thread_messages",
+    "read_thread_messages",
+    "delegate_to_subagent",
+    "read_workspace_file",
+    "write_workspace_file",
+)
+
+
+def _tool(name: str) -> StructuredTool:
+    async def run(x: str = "") -> str:
+        return x
+
+    return StructuredTool.from_function(coroutine=run, name=name, description=name)
+
+
+def _answer(command: str, result: dict[str, Any] | str, *, status: str = "success") -> str:
+    """The final answer after ``command``'s one tool call got ``result``."""
+    model = OfflineChatModel().bind_tools([_tool(n) for n in TOOLS])
+    human = HumanMessage(content=command)
+    call = model.invoke([human])
+    assert isinstance(call, AIMessage)
+    (tool_call,) = call.tool_calls
+    content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    told = ToolMessage(
+        content=content, tool_call_id=tool_call["id"], name=tool_call["name"], status=status
+    )
+    final = model.invoke([human, call, told])
+    assert isinstance(final, AIMessage) and final.tool_calls == []
+    assert "{" not in final.text and '"status"' not in final.text
+    return final.text
+
+
+_UPDATED = {
+    "status": "updated",
+    "path": "/agents/MEMORY.md",
+    "size": 10,
+    "start_line": 1,
+    "end_line": 1,
+    "version_id": "mv_VERSIONMARK",
+}
+
+
+def test_remember_updated_corrected_unchanged() -> None:
+    assert _answer("remember: 我喜欢乌龙茶", _UPDATED) == "Saved to memory: «我喜欢乌龙茶»"
+    assert (
+        _answer("correct memory: likes tea => likes coffee", _UPDATED)
+        == "Corrected in memory: «likes tea» → «likes coffee»"
+    )
+    assert _answer("remember: tea", {**_UPDATED, "status": "unchanged"}) == (
+        "That is already in memory."
+    )
+    assert "mv_VERSIONMARK" not in _answer("remember: tea", _UPDATED)
+
+
+def test_a_refused_or_rejected_memory_write_says_why() -> None:
+    refused = {
+        "status": "error",
+        "code": "memory_quota_exceeded",
+        "error": "this run may write at most 5 times",
+        "quota_remaining": {"writes": 0},
+    }
+    assert _answer("remember: tea", refused, status="error") == (
+        "I couldn't save that: this run may write at most 5 times"
+    )
+    # A human's rejection is plain text, quoted as it is.
+    assert _answer("remember: tea", "User rejected it: not now", status="error") == (
+        "I couldn't save that: User rejected it: not now"
+    )
+
+
+def test_any_other_error_names_the_tool_and_the_message() -> None:
+    error = {"status": "error", "code": "not_found", "error": "thread not found or not visible"}
+    assert _answer("read thread: t-9", error, status="error") == (
+        "The read_thread_messages call did not succeed: thread not found or not visible"
+    )
+
+
+def test_search_lists_what_it_found_in_words() -> None:
+    found = {
+        "items": [
+            {
+                "thread_id": "th-1",
+                "title": "旧对话",
+                "message_id": 7,
+                "role": "user",
+                "content": "…I drink\noolong tea…",
+            },
+            {
+                "thread_id": "th-2",
+                "title": "",
+                "message_id": 9,
+                "role": "assistant",
+                "content": "oolong",
+                "truncated": True,
+            },
+        ],
+        "truncated": True,
+    }
+    assert _answer("search history: oolong", found).splitlines() == [
+        "I found 2 messages in your past conversations for «oolong»:",
+        "- «旧对话» (thread th-1, message 7, user): …I drink oolong tea…",
+        "- «Untitled» (thread th-2, message 9, assistant): oolong",
+        "(Older matches were left out.)",
+    ]
+    assert _answer("search history: 茶", {"items": [], "truncated": False}) == (
+        "I found nothing in your past conversations for «茶»."
+    )
+
+
+def test_read_lists_the_thread_in_words() -> None:
+    read = {
+        "thread_id": "th-1",
+        "title": "Tea",
+        "messages": [
+            {"message_id": 7, "role": "user", "content": "remember: oolong"},
+            {"message_id": 8, "role": "assistant", "content": "Saved."},
+        ],
+        "tool_calls": [
+            {
+                "tool_call_id": "c1",
+                "name": "remember_memory",
+                "input": '{"content":"oolong"}',
+                "output": '{"status":"updated"}',
+                "status": "success",
+                "error": None,
+            }
+        ],
+        "truncated": True,
+    }
+    assert _answer("read thread: th-1 with tools", read).splitlines() == [
+        "Thread «Tea» (th-1):",
+        "- user (message 7): remember: oolong",
+        "- assistant (message 8): Saved.",
+        "- tool call remember_memory: success",
+        "(Some of it was left out to stay within the reading budget.)",
+    ]
+
+
+def test_files_read_and_written() -> None:
+    text = "# Notes\n\n- 周一开会\n"
+    read = {"status": "ok", "path": "notes/a.md", "content": text, "size": 22}
+    assert _answer("read file: notes/a.md", read) == text
+    empty = {"status": "ok", "path": "notes/e.md", "content": "", "size": 0}
+    assert _answer("read file: notes/e.md", empty) == "notes/e.md is empty."
+    cut = {**read, "size": 8, "content": "# Notes\n", "truncated": True}
+    assert _answer("read file: notes/a.md", cut) == (
+        "# Notes\n\n(Only the first 8 bytes of notes/a.md.)"
+    )
+    written = {"status": "written", "path": "notes/a.md", "size": 12}
+    assert _answer("write file notes/a.md: 周一开会", written) == "Wrote notes/a.md (12 bytes)."
+
+
+def test_delegation_gives_the_subagents_reply() -> None:
+    reply = {"status": "ok", "thread_id": "child-1", "reply": "The notes say: buy tea."}
+    assert _answer("delegate: summarise notes.md", reply) == (
+        "The SubAgent replied: The notes say: buy tea."
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"result": 3}', "my_adder answered with result: 3."),
+        ("It's sunny.", "my_adder answered: It's sunny."),
+        ('{"rows": [1, 2], "ok": true}', "my_adder answered with rows: [1, 2]; ok: True."),
+    ],
+)
+def test_another_tools_result_is_said_plainly(content: str, expected: str) -> None:
+    model = OfflineChatModel().bind_tools([_tool("my_adder")])
+    human = HumanMessage(content="add")
+    call = AIMessage(
+        content="",
+        tool_calls=[{"name": "my_adder", "args": {}, "id": "c1", "type": "tool_call"}],
+    )
+    told = ToolMessage(content=content, tool_call_id="c1", name="my_adder")
+    assert model.invoke([human, call, told]).text == expected
