@@ -150,6 +150,21 @@ def _hang_the_search_tool(container: Container, monkeypatch: pytest.MonkeyPatch)
     return started
 
 
+async def _a_run_inside_a_tool(
+    container: Container, worker: Worker, scripted: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, str, Any, asyncio.Task[bool]]:
+    """A user, a thread and its run, executing, stopped between a tool call and its result."""
+    uid = await make_user(container, memory=True)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    started = _hang_the_search_tool(container, monkeypatch)
+    scripted.script(Turn(tool_calls=[SEARCH], finish_reason="tool_calls"))
+    run, _ = await chat.submit(uid, thread, "search history: oolong")
+    working = asyncio.create_task(worker.run_once())
+    await asyncio.wait_for(started.wait(), 30)
+    return uid, thread, run, working
+
+
 async def _thread_keeps_working(
     container: Container,
     worker: Worker,
@@ -179,14 +194,8 @@ async def _thread_keeps_working(
 async def test_a_run_cancelled_between_call_and_result_leaves_a_working_thread(
     container: Container, worker: Worker, scripted: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    uid = await make_user(container, memory=True)
+    uid, thread, run, working = await _a_run_inside_a_tool(container, worker, scripted, monkeypatch)
     chat = container.services.chat
-    thread = (await chat.create_thread(uid)).thread_id
-    started = _hang_the_search_tool(container, monkeypatch)
-    scripted.script(Turn(tool_calls=[SEARCH], finish_reason="tool_calls"))
-    run, _ = await chat.submit(uid, thread, "search history: oolong")
-    working = asyncio.create_task(worker.run_once())
-    await asyncio.wait_for(started.wait(), 30)
     await chat.cancel(uid, run.id)
     await asyncio.wait_for(working, 30)
     assert (await chat.get_run(uid, run.id)).status == "cancelled"
@@ -242,14 +251,8 @@ async def test_a_run_stopped_by_its_step_limit_leaves_a_working_thread(
 async def test_a_run_whose_worker_lost_its_lease_leaves_a_working_thread(
     container: Container, worker: Worker, scripted: ScriptedOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    uid = await make_user(container, memory=True)
+    uid, thread, run, working = await _a_run_inside_a_tool(container, worker, scripted, monkeypatch)
     chat = container.services.chat
-    thread = (await chat.create_thread(uid)).thread_id
-    started = _hang_the_search_tool(container, monkeypatch)
-    scripted.script(Turn(tool_calls=[SEARCH], finish_reason="tool_calls"))
-    run, _ = await chat.submit(uid, thread, "search history: oolong")
-    working = asyncio.create_task(worker.run_once())
-    await asyncio.wait_for(started.wait(), 30)
     await sql(
         container,
         "UPDATE agent_runs SET lease_expires_at = now() - interval '1 second' WHERE id = :id",
