@@ -10,7 +10,7 @@ import { startFollowing, state, stopFollowing as forgetFollow } from './state.js
 import { streamRun } from './sse.js';
 import {
   appendToTranscript, finishToolCard, isNearBottom, markPending, messageBubble, runError,
-  scrollToBottom, toolCard,
+  scrollToBottom, setBubbleText, toolCard,
 } from './transcript.js';
 import { ACTIVE, RUN_STATUS_TEXT } from './vocabulary.js';
 
@@ -41,7 +41,7 @@ class RunRenderer {
 
   setText(text) {
     const stick = isNearBottom();
-    this.ensureBubble().querySelector('.bubble-text').textContent = text;
+    setBubbleText(this.ensureBubble().querySelector('.bubble-text'), 'assistant', text);
     if (stick) scrollToBottom(true);
   }
 
@@ -177,7 +177,8 @@ export function stopFollowing() {
   setRunStatus(null);
 }
 
-export function followRun(runId) {
+/** Follow `runId` live; `onSettled(status)` is told how it ended (not when the view moved on). */
+export function followRun(runId, { onSettled = () => {} } = {}) {
   stopFollowing();
   const controller = new AbortController();
   const follow = startFollowing(runId, controller);
@@ -187,6 +188,7 @@ export function followRun(runId) {
     .then(async (status) => {
       if (controller.signal.aborted || status === null) return;
       await renderer.settle(status);
+      onSettled(status);
     })
     .catch((err) => {
       if (controller.signal.aborted) return;

@@ -2,6 +2,7 @@
 // Rendering only: no fetching, no state changes.
 
 import { $, el, parseJson, pretty, prettyText } from './dom.js';
+import { markdownFragment } from './markdown.js';
 import { TOOL_STATUS_TEXT } from './vocabulary.js';
 
 export function isNearBottom() {
@@ -30,7 +31,8 @@ export function showPlaceholder(...paragraphs) {
 
 export function messageBubble(role, text, { runId, messageId, note = false, streaming = false } = {}) {
   const bodyId = role === 'assistant' && !note ? 'assistant-reply' : 'message-text';
-  const body = el('div', { class: 'bubble-text', 'data-testid': bodyId }, text);
+  const body = el('div', { class: 'bubble-text', 'data-testid': bodyId });
+  setBubbleText(body, role, text);
   return el('div', {
     class: `message ${role}${note ? ' note' : ''}`,
     'data-testid': 'message',
@@ -41,6 +43,19 @@ export function messageBubble(role, text, { runId, messageId, note = false, stre
   },
   el('div', { class: 'bubble-role' }, role === 'user' ? 'You' : 'Yuxi'),
   body);
+}
+
+/**
+ * Put `text` in a bubble's body: an assistant's words as sanitised Markdown (markdown.js), a
+ * user's as plain text (never parsed).
+ */
+export function setBubbleText(body, role, text) {
+  if (role === 'assistant') {
+    body.classList.add('markdown');
+    body.replaceChildren(markdownFragment(text));
+  } else {
+    body.textContent = text;
+  }
 }
 
 const toolArgs = new WeakMap(); // tool card → the arguments it was called with
