@@ -26,14 +26,44 @@ function actionRequests(request) {
 const MEMORY_WRITE_REASON = 'This needs your approval because this run read other conversations or '
   + 'files before asking to remember: that text may have asked for it, not you.';
 
-/** One action to decide: a memory write shows what would be remembered; any other tool its args. */
+const SUMMARY_VALUE_CHARS = 60;
+
+/** One argument in a line: short text as it is, longer text cut on a character boundary. */
+function argSummary(key, value) {
+  let shown;
+  if (typeof value === 'string') {
+    const chars = Array.from(value);
+    shown = chars.length <= SUMMARY_VALUE_CHARS
+      ? JSON.stringify(value)
+      : `${JSON.stringify(chars.slice(0, SUMMARY_VALUE_CHARS).join(''))}… (${chars.length} characters)`;
+  } else if (value === null || typeof value !== 'object') {
+    shown = String(value);
+  } else {
+    shown = Array.isArray(value) ? `a list of ${value.length}` : 'an object';
+  }
+  return `${key}: ${shown}`;
+}
+
+/**
+ * A short summary of a call's arguments: the tool card just above the approval card already shows
+ * them in full, so they are not repeated.
+ */
+function summary(args) {
+  const keys = Object.keys(args);
+  const lines = keys.map((k) => argSummary(k, args[k]));
+  return el('ul', { class: 'approval-summary small', 'data-testid': 'approval-summary' },
+    ...(lines.length ? lines : ['no arguments']).map((line) => el('li', {}, line)));
+}
+
+/** One action to decide: a memory write shows what would be remembered; any other tool a summary. */
 function actionView(a) {
   const name = String(a?.name || 'tool');
   const args = a?.args && typeof a.args === 'object' ? a.args : {};
   const head = el('code', { class: 'tool-name', 'data-testid': 'approval-tool' }, name);
   if (name !== 'remember_memory') {
     return el('div', { class: 'approval-action', 'data-testid': 'approval-action' },
-      head, el('pre', { class: 'tool-args', 'data-testid': 'approval-args' }, pretty(a?.args ?? {})));
+      head, summary(args),
+      el('p', { class: 'muted small' }, 'The full arguments are in the tool card above.'));
   }
   const replaces = typeof args.replaces === 'string' && args.replaces ? args.replaces : null;
   return el('div', {
@@ -103,10 +133,26 @@ async function decide(card, runId, decision) {
     if (err instanceof ApiError && err.status === 409) hooks.reloadThread();
     return;
   }
+  const word = decision === 'approve' ? 'Approved' : 'Rejected';
   card.dataset.state = decision === 'approve' ? 'approved' : 'rejected';
-  card.querySelector('.approval-title').textContent = decision === 'approve' ? 'Approved' : 'Rejected';
+  card.dataset.outcome = 'running';
+  card.querySelector('.approval-title').textContent = word;
   card.querySelector('.approval-buttons').remove();
-  status.textContent = decision === 'approve' ? 'Approved — resuming.' : 'Rejected — resuming.';
+  status.textContent = `${word} — the run goes on…`;
   clearAwaiting(runId);
-  hooks.followRun(run.run_id);
+  hooks.followRun(run.run_id, { onSettled: (outcome) => settleCard(card, word, outcome) });
+}
+
+/** What the card says once the run resumed by the decision has ended. */
+const OUTCOME_TEXT = {
+  completed: 'done.',
+  failed: 'the run failed (see below).',
+  cancelled: 'the run was stopped.',
+  interrupted: 'another action needs your approval below.',
+};
+
+function settleCard(card, word, outcome) {
+  card.dataset.outcome = outcome;
+  card.querySelector('[data-testid="approval-status"]').textContent =
+    `${word} — ${OUTCOME_TEXT[outcome] || `the run ended (${outcome}).`}`;
 }
