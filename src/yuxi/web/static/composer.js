@@ -19,11 +19,24 @@ export function updateComposer() {
   $('composer').dataset.state = waiting ? 'awaiting-approval' : busy ? 'busy' : 'idle';
 }
 
+/** A short line under the message box (empty hides it). */
+export function showComposerHint(text) {
+  $('composer-hint').textContent = text;
+  $('composer-hint').hidden = !text;
+}
+
 export async function onSend(event) {
   event.preventDefault();
   const input = $('message-input');
   const text = input.value;
-  if (!text.trim() || $('send').disabled) return;
+  if ($('send').disabled) return;
+  if (!text.trim()) {
+    // refused visibly: nothing is sent, and the box says why
+    showComposerHint(text ? 'Not sent: the message is only blank space.' : 'Type a message first.');
+    input.focus();
+    return;
+  }
+  showComposerHint('');
   $('send').disabled = true;
   clearError();
   let threadId = state.threadId;
