@@ -8,14 +8,21 @@
 // panel's requests and status line) · memory_entries / memory_editor / memory_history (the
 // panel's three modes) · memory_panel (switch, open/close, modes) · memory_receipt (write
 // receipts in the chat) · run (live runs) · thread_settings (rename, hidden from recall) ·
-// threads · composer · session (sign-in with a token or a login link's code / sign-out).
+// thread_list (the sidebar and the chat header) · threads (their actions) · start_hint (the
+// empty conversation) · markdown (assistant replies, sanitised) · files_panel (the read-only
+// workspace browser) · drawer (the thread list on a phone) · composer · session (sign-in with a
+// token or a login link's code / sign-out).
 
 import { wireApi } from './api.js';
 import { wireApprovals } from './approvals.js';
 import { clearError } from './banner.js';
-import { updateComposer, onSend } from './composer.js';
+import { showComposerHint, updateComposer, onSend } from './composer.js';
 import { dialogOpen, wireDialog } from './dialog.js';
 import { $ } from './dom.js';
+import { closeDrawer, drawerOpen, setDrawer, toggleDrawer } from './drawer.js';
+import {
+  closeFilesPanel, refreshFilesPanel, resetFilesPanel, toggleFilesPanel,
+} from './files_panel.js';
 import {
   onConflictCopyMine, onConflictKeepMine, onClear, onRawInput, onRawSave, renderRawEditor,
 } from './memory_editor.js';
@@ -23,24 +30,33 @@ import { applyFilter, renderMemoryEntries, wireMemoryEntries } from './memory_en
 import {
   closeMemoryPanel, followMemoryView, onConflictTakeTheirs, onMemoryReload, onMemoryTabKey,
   onMemoryToggle, renderMemoryMode, renderMemorySwitch, selectMemoryMode, toggleMemoryPanel,
+  wireMemoryPanel,
 } from './memory_panel.js';
 import { onStatusUndo } from './memory_store.js';
 import { followRun, onCancelRun, wireRuns } from './run.js';
 import { sessionExpired, signIn, signInOnLoad, signOut } from './session.js';
 import { SseParser } from './sse.js';
+import { refreshStartHint } from './start_hint.js';
 import { subscribe } from './state.js';
 import { commitRename, onRecallToggle, onRenameKey, startRename } from './thread_settings.js';
+import { onCopyThreadId, renderThreads, wireThreadList } from './thread_list.js';
 import {
-  loadThreads, onArchive, onDelete, onNewThread, openSource, reloadThread, renderThreads,
+  loadThreads, onArchive, onArchivedToggle, onDelete, onNewThread, onRestore, openSource,
+  reloadThread, selectThread,
 } from './threads.js';
 
 function wireModules() {
   wireApi({ unauthorized: sessionExpired });
   wireApprovals({ followRun, reloadThread });
-  wireRuns({ settled: loadThreads });
+  wireRuns({ settled: () => { loadThreads(); refreshFilesPanel(); } });
+  wireThreadList({ select: selectThread, restore: onRestore });
+  wireMemoryPanel({ opening: closeFilesPanel });
   wireMemoryEntries({ openSource });
   wireDialog();
-  subscribe(['threads', 'threadId'], renderThreads);
+  subscribe(['threads', 'threadId', 'showArchived'], renderThreads);
+  subscribe(['threadId'], (s) => { if (s.threadId) closeDrawer(); });
+  subscribe(['token'], (s) => { if (!s.token) { resetFilesPanel(); setDrawer(false); } });
+  subscribe(['enableMemory'], refreshStartHint);
   subscribe(['token', 'threadId', 'follow', 'awaiting'], updateComposer);
   subscribe(['enableMemory'], renderMemorySwitch);
   subscribe(['memory'], renderRawEditor);
@@ -59,6 +75,13 @@ function wireDom() {
   $('memory-toggle').addEventListener('change', onMemoryToggle);
   $('new-thread').addEventListener('click', onNewThread);
   $('archive-thread').addEventListener('click', onArchive);
+  $('restore-thread').addEventListener('click', () => onRestore());
+  $('archived-toggle').addEventListener('click', onArchivedToggle);
+  $('copy-thread-id').addEventListener('click', onCopyThreadId);
+  $('threads-toggle').addEventListener('click', toggleDrawer);
+  $('files-panel-button').addEventListener('click', toggleFilesPanel);
+  $('files-close').addEventListener('click', closeFilesPanel);
+  $('files-reload').addEventListener('click', refreshFilesPanel);
   $('delete-thread').addEventListener('click', onDelete);
   $('composer').addEventListener('submit', onSend);
   $('message-input').addEventListener('keydown', (e) => {
@@ -67,6 +90,7 @@ function wireDom() {
       $('composer').requestSubmit();
     }
   });
+  $('message-input').addEventListener('input', () => showComposerHint(''));
   $('cancel-run').addEventListener('click', onCancelRun);
   $('rename-thread').addEventListener('click', startRename);
   $('thread-title-form').addEventListener('submit', commitRename);
@@ -91,10 +115,15 @@ function wireDom() {
   $('memory-conflict-take-theirs').addEventListener('click', onConflictTakeTheirs);
   $('memory-conflict-copy').addEventListener('click', onConflictCopyMine);
   document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && !dialogOpen() && !$('memory-panel').hidden) {
+    if (e.key !== 'Escape' || dialogOpen()) return;
+    if (!$('memory-panel').hidden) {
       // cancelled, so that this Escape does not also dismiss the question closing may ask
       e.preventDefault();
       closeMemoryPanel();
+    } else if (!$('files-panel').hidden) {
+      closeFilesPanel();
+    } else if (drawerOpen()) {
+      setDrawer(false);
     }
   });
 }

@@ -69,3 +69,27 @@ export function newRequestId() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
+
+const graphemes = globalThis.Intl?.Segmenter ? new Intl.Segmenter(undefined, { granularity: 'grapheme' }) : null;
+
+/**
+ * `text` cut to at most `max` characters with an ellipsis, on a character boundary (a grapheme
+ * cluster where the browser can tell, else a code point): never half an emoji or a CJK character.
+ */
+export function shortText(text, max) {
+  const s = String(text ?? '');
+  const chars = graphemes ? Array.from(graphemes.segment(s), (g) => g.segment) : Array.from(s);
+  return chars.length <= max ? s : `${chars.slice(0, max - 1).join('').trimEnd()}…`;
+}
+
+const byteUnits = ['bytes', 'KB', 'MB'];
+
+export function formatBytes(n) {
+  let value = Number(n) || 0;
+  let unit = 0;
+  while (value >= 1024 && unit < byteUnits.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} ${byteUnits[0]}` : `${value.toFixed(1)} ${byteUnits[unit]}`;
+}

@@ -99,7 +99,15 @@ async function mayDiscardEdits(action) {
   return ok;
 }
 
+let hooks = { opening: () => {} };
+
+/** `opening()` runs before the panel opens (the Files panel, sharing its place, closes). */
+export function wireMemoryPanel({ opening }) {
+  hooks = { opening };
+}
+
 export async function openMemoryPanel() {
+  hooks.opening();
   $('memory-panel').hidden = false;
   $('memory-panel-button').setAttribute('aria-expanded', 'true');
   $('app-view').classList.add('with-panel');

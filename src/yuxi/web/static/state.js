@@ -13,6 +13,7 @@ const store = {
   me: null,
   enableMemory: false,
   threads: Object.freeze([]),
+  showArchived: false, // the sidebar lists archived threads instead of the ordinary ones
   threadId: null,
   viewGen: 0, // bumped whenever the transcript is re-targeted; stale async work checks it
   follow: null, // {runId, threadId, controller}: the run followed live, if any
@@ -64,6 +65,7 @@ export function signedOut() {
     me: null,
     enableMemory: false,
     threads: Object.freeze([]),
+    showArchived: false,
     threadId: null,
     viewGen: store.viewGen + 1,
     follow: null,
@@ -87,6 +89,10 @@ export function setThreads(threads) {
 /** A thread's new summary (renamed, hidden from recall) in place, keeping the list's order. */
 export function replaceThread(thread) {
   setThreads(store.threads.map((t) => (t.thread_id === thread.thread_id ? thread : t)));
+}
+
+export function setShowArchived(show) {
+  update({ showArchived: Boolean(show) });
 }
 
 export function addThread(thread) {

@@ -1,67 +1,41 @@
-// The thread list (new / archive / delete) and opening a thread: its history from the thread
+// The thread list's actions (new / archive / restore / delete, the Archived view) and opening a thread: its history from the thread
 // view (tool calls and memory write receipts included), then its live run, if any, over SSE.
 
 import { api, ApiError, describe, runPath, threadPath } from './api.js';
 import { showApproval } from './approvals.js';
 import { showError } from './banner.js';
 import { confirmDialog } from './dialog.js';
-import { $, el, formatTime } from './dom.js';
+import { $, el } from './dom.js';
 import { closeMemoryPanel } from './memory_panel.js';
 import { addReceipt, markUndoneReceipts } from './memory_receipt.js';
 import { followRun, stopFollowing } from './run.js';
-import { addThread, isCurrentView, openThread, removeThread, setThreads, state } from './state.js';
-import { renderThreadSettings } from './thread_settings.js';
+import { showStartHint } from './start_hint.js';
 import {
-  highlightMessage, markPending, renderHistory, runError, scrollToBottom, showPlaceholder,
+  addThread, isCurrentView, openThread, removeThread, setShowArchived, setThreads, state,
+} from './state.js';
+import {
+  highlightMessage, markPending, renderHistory, runError, scrollToBottom,
 } from './transcript.js';
 import { ACTIVE } from './vocabulary.js';
 
+/** Load the sidebar's list: the ordinary threads, or the archived ones in the Archived view. */
 export async function loadThreads() {
+  const archived = state.showArchived;
   try {
-    const body = await api('GET', '/threads');
-    setThreads(body.threads || []);
+    const body = await api('GET', archived ? '/threads?include_archived=true' : '/threads');
+    if (state.showArchived !== archived) return; // the view changed meanwhile; its own load wins
+    const threads = body.threads || [];
+    setThreads(archived ? threads.filter((t) => t.status === 'archived') : threads);
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return;
     showError(`Could not load your threads: ${describe(err)}`);
   }
 }
 
-/** The sidebar and the chat header; re-rendered whenever the threads or the open one change. */
-export function renderThreads() {
-  const items = state.threads.map((t) => el('li', {},
-    el('button', {
-      type: 'button',
-      class: 'thread-item',
-      'data-testid': 'thread-item',
-      'data-thread-id': t.thread_id,
-      'aria-current': t.thread_id === state.threadId ? 'true' : null,
-      title: t.title || 'New thread',
-      onclick: () => { if (t.thread_id !== state.threadId) selectThread(t.thread_id); },
-    },
-    el('span', { class: 'thread-name', 'data-testid': 'thread-title-text' }, t.title || 'New thread'),
-    el('span', { class: 'thread-meta' },
-      el('time', { class: 'thread-time', datetime: t.updated_at }, formatTime(t.updated_at)),
-      t.recall_excluded
-        ? el('span', {
-          class: 'thread-flag', 'data-testid': 'thread-recall-hidden', title: 'The assistant never recalls this thread',
-        }, 'hidden from recall')
-        : null))));
-  $('thread-list').replaceChildren(...items);
-  $('thread-empty').hidden = state.threads.length > 0;
-  const current = state.threads.find((t) => t.thread_id === state.threadId);
-  $('thread-title').textContent = current ? (current.title || 'New thread') : 'New conversation';
-  $('archive-thread').hidden = !current;
-  $('delete-thread').hidden = !current;
-  renderThreadSettings();
-}
-
 export function showEmptyConversation() {
   stopFollowing();
   openThread(null);
-  showPlaceholder(
-    el('p', { class: 'empty-title' }, 'Start a conversation'),
-    el('p', { class: 'muted' },
-      'Try “remember: I drink oolong tea”, “what do you remember?” or “write file notes/a.md: hi”.'));
+  showStartHint();
 }
 
 export async function createThread() {
@@ -190,4 +164,26 @@ export async function onDelete() {
   } catch (err) {
     showError(`Could not delete the thread: ${describe(err)}`);
   }
+}
+
+/** Make an archived thread ordinary again; it opens among the ordinary threads. */
+export async function onRestore(threadId = state.threadId) {
+  if (!threadId) return;
+  try {
+    await api('POST', threadPath(threadId, '/unarchive'));
+  } catch (err) {
+    showError(`Could not restore the thread: ${describe(err)}`);
+    return;
+  }
+  setShowArchived(false);
+  await loadThreads();
+  await selectThread(threadId);
+}
+
+/** Switch the sidebar between the ordinary threads and the archived ones. */
+export async function onArchivedToggle() {
+  setShowArchived(!state.showArchived);
+  setThreads([]);
+  showEmptyConversation();
+  await loadThreads();
 }
