@@ -79,6 +79,7 @@ function wireDom() {
   $('archived-toggle').addEventListener('click', onArchivedToggle);
   $('copy-thread-id').addEventListener('click', onCopyThreadId);
   $('threads-toggle').addEventListener('click', toggleDrawer);
+  $('drawer-close').addEventListener('click', () => setDrawer(false));
   $('files-panel-button').addEventListener('click', toggleFilesPanel);
   $('files-close').addEventListener('click', closeFilesPanel);
   $('files-reload').addEventListener('click', refreshFilesPanel);
