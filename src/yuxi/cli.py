@@ -351,9 +351,16 @@ def bench(
 ) -> None:
     """Run the benchmark suite (python -m benchmarks, from the repository root), passing
     FLAGS on, e.g. --quick; yuxi bench -- --help lists them."""
+    import importlib.util
     import runpy
     import sys
 
+    # The suite lives in the repository, not in the package: look for it where we are run.
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    if importlib.util.find_spec("benchmarks") is None:
+        typer.echo("error: no benchmarks package here; run yuxi bench from the repo root", err=True)
+        raise typer.Exit(code=1) from None
     sys.argv = ["benchmarks", *(args or [])]
     runpy.run_module("benchmarks", run_name="__main__")
 
