@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query
 
 from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.api.schemas import ThreadCreate, ThreadList, ThreadPatch
@@ -12,8 +14,11 @@ router = APIRouter(prefix="/api/v1/threads", tags=["threads"])
 
 
 @router.post("", response_model=ThreadSummary, status_code=201)
-async def create_thread(body: ThreadCreate, uid: UidDep, services: ServicesDep) -> ThreadSummary:
-    return await services.chat.create_thread(uid, title=body.title)
+async def create_thread(
+    uid: UidDep, services: ServicesDep, body: Annotated[ThreadCreate | None, Body()] = None
+) -> ThreadSummary:
+    """A new chat thread; the body (``{"title"?}``) may be left out: a bare POST is ``{}``."""
+    return await services.chat.create_thread(uid, title=(body or ThreadCreate()).title)
 
 
 @router.get("", response_model=ThreadList)
