@@ -18,14 +18,19 @@ from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.errors import ConfigurationError, YuxiError
 from yuxi.settings import load_settings
 
-# Plain help (no rich panels): readable metavars such as HOST and N instead of bare <str> labels.
-_PLAIN = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}}
-app = typer.Typer(help="Yuxi Memory: a multi-user agent server with user-level memory.", **_PLAIN)
-db_app = typer.Typer(help="Database: migrations and the embedded PostgreSQL.", **_PLAIN)
-users_app = typer.Typer(help="Users and login links.", **_PLAIN)
-tokens_app = typer.Typer(
-    help="A user's API and browser session tokens: list, create, revoke.", **_PLAIN
-)
+
+def _typer(help_text: str) -> typer.Typer:
+    """A command group with plain help (no rich panels): readable metavars such as HOST and N
+    instead of bare <str> labels, and the defaults."""
+    return typer.Typer(
+        help=help_text, rich_markup_mode=None, context_settings={"max_content_width": 100}
+    )
+
+
+app = _typer("Yuxi Memory: a multi-user agent server with user-level memory.")
+db_app = _typer("Database: migrations and the embedded PostgreSQL.")
+users_app = _typer("Users and login links.")
+tokens_app = _typer("A user's API and browser session tokens: list, create, revoke.")
 app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
@@ -283,7 +288,7 @@ def worker(
     _with_container(main, migrate=True)
 
 
-eval_app = typer.Typer(help="Evaluation runs (agent_evaluation threads, hidden from history).")
+eval_app = _typer("Evaluation runs (agent_evaluation threads, hidden from history).")
 app.add_typer(eval_app, name="eval")
 
 
