@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ from yuxi.bootstrap import Container, bootstrap, resolve_database_url
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.errors import ConfigurationError, YuxiError
 from yuxi.settings import load_settings
+from yuxi.utils.ports import listen_problem
 
 
 def _typer(help_text: str) -> typer.Typer:
@@ -225,32 +225,16 @@ async def _serve(container: Container, *, host: str, port: int, banner: str = ""
 _HOST = typer.Option(
     None, metavar="HOST", help="address to listen on", show_default="YUXI_HOST or 127.0.0.1"
 )
-_PORT = typer.Option(
-    None,
-    min=1,
-    max=65535,
-    metavar="PORT",
-    help="port to listen on",
-    show_default="YUXI_PORT or 8000",
-)
+_PORT = typer.Option(None, min=1, max=65535, metavar="PORT", show_default="YUXI_PORT or 8000")
 
 
 def require_free_port(host: str, port: int) -> None:
-    """Exit 1 with a hint unless ``host:port`` can be bound now. Called before anything else
-    starts (the embedded PostgreSQL, migrations, a login code), so a second ``yuxi run``
-    neither prints a login link that will never work nor dies on a bare traceback."""
-    try:
-        # create_server sets SO_REUSEADDR as uvicorn does: a port in TIME_WAIT is free, one
-        # with a listener is not.
-        probe = socket.create_server((host, port))
-    except OSError as exc:
-        typer.echo(
-            f"error: port {port} is in use on {host} ({exc.strerror or exc}); "
-            "set YUXI_PORT or pass --port",
-            err=True,
-        )
-        raise typer.Exit(code=1) from None
-    probe.close()
+    """Exit 1 with a hint unless ``host:port`` can be bound: checked before anything starts
+    (embedded PostgreSQL, migrations, a login link), so a second ``yuxi run`` stops cleanly."""
+    problem = listen_problem(host, port)
+    if problem is not None:
+        typer.echo(f"error: {problem}; set YUXI_PORT or pass --port", err=True)
+        raise typer.Exit(code=1)
 
 
 @app.command("serve")

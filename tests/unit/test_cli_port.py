@@ -70,3 +70,15 @@ def test_help_names_the_port_option_and_its_defaults() -> None:
     assert "--port PORT" in text and "--host HOST" in text
     assert "YUXI_PORT or 8000" in text and "YUXI_HOST or 127.0.0.1" in text
     assert "[default: 1;" in CliRunner().invoke(app, ["worker", "--help"]).output
+
+
+def test_listen_problem_names_a_held_port_and_passes_a_free_one() -> None:
+    from yuxi.utils.ports import listen_problem
+
+    holder = socket.create_server(("127.0.0.1", 0))
+    port = holder.getsockname()[1]
+    try:
+        assert listen_problem("127.0.0.1", port) == f"port {port} is in use on 127.0.0.1"
+    finally:
+        holder.close()
+    assert listen_problem("127.0.0.1", port) is None  # released: free again at once
