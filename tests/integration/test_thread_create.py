@@ -38,9 +38,14 @@ async def test_a_bare_post_creates_a_thread(client: httpx.AsyncClient) -> None:
     assert len(listed) == 3
 
 
-async def test_a_bad_body_is_still_refused(client: httpx.AsyncClient) -> None:
-    resp = await client.post("/api/v1/threads", json={"nope": 1})
+@pytest.mark.parametrize("raw", [b'{"nope": 1}', b"null", b"[]", b'"s"', b"{"])
+async def test_a_bad_body_is_still_refused(client: httpx.AsyncClient, raw: bytes) -> None:
+    resp = await client.post(
+        "/api/v1/threads", content=raw, headers={"Content-Type": "application/json"}
+    )
     assert resp.status_code in (400, 422), resp.text
+    assert resp.json()["error"]["code"] == "invalid_argument"
+    assert (await client.get("/api/v1/threads")).json()["threads"] == []
 
 
 async def test_the_first_message_gives_a_short_title(client: httpx.AsyncClient) -> None:
