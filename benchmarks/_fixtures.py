@@ -30,8 +30,10 @@ Identity = RunIdentity
 
 
 async def make_user(c: Container, *, memory: bool = True, name: str = "tester") -> str:
-    """A user (with an initialised workspace) whose memory switch is ``memory``."""
-    issued = await c.services.users.create_user(name)
+    """A user (with an initialised workspace) whose memory switch is ``memory``. User names
+    are unique per installation, so ``name`` gets a short random suffix (a kept database can
+    be benchmarked again)."""
+    issued = await c.services.users.create_user(f"{name}-{uuid.uuid4().hex[:8]}")
     await c.services.users.set_memory_enabled(issued.uid, memory)
     return issued.uid
 

@@ -16,11 +16,21 @@ from yuxi.bootstrap import Container, bootstrap, resolve_database_url
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.errors import ConfigurationError, YuxiError
 from yuxi.settings import load_settings
+from yuxi.utils.ports import listen_problem
 
-app = typer.Typer(help="Yuxi Memory: a multi-user agent server with user-level memory.")
-db_app = typer.Typer(help="Database: migrations and the embedded PostgreSQL.")
-users_app = typer.Typer(help="Users and login links.")
-tokens_app = typer.Typer(help="A user's API and browser session tokens: list, create, revoke.")
+
+def _typer(help_text: str) -> typer.Typer:
+    """A command group with plain help (no rich panels): readable metavars such as HOST and N
+    instead of bare <str> labels, and the defaults."""
+    return typer.Typer(
+        help=help_text, rich_markup_mode=None, context_settings={"max_content_width": 100}
+    )
+
+
+app = _typer("Yuxi Memory: a multi-user agent server with user-level memory.")
+db_app = _typer("Database: migrations and the embedded PostgreSQL.")
+users_app = _typer("Users and login links.")
+tokens_app = _typer("A user's API and browser session tokens: list, create, revoke.")
 app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
@@ -80,7 +90,9 @@ def db_stop() -> None:
 
 
 @users_app.command("create")
-def users_create(name: str) -> None:
+def users_create(
+    name: str = typer.Argument(..., metavar="NAME", help="the user's name (unique, not blank)"),
+) -> None:
     """Create a user and print a new API token (shown once)."""
     from yuxi.services.user_service import IssuedToken
 
@@ -115,7 +127,7 @@ def login_url(host: str, port: int, code: str) -> str:
 
 
 @users_app.command("login-link")
-def users_login_link(uid: str) -> None:
+def users_login_link(uid: str = typer.Argument(..., metavar="UID")) -> None:
     """Print a single-use login link for the web UI (valid a few minutes, once)."""
     settings = load_settings()
 
@@ -127,7 +139,7 @@ def users_login_link(uid: str) -> None:
 
 
 @tokens_app.command("list")
-def tokens_list(uid: str) -> None:
+def tokens_list(uid: str = typer.Argument(..., metavar="UID")) -> None:
     """A user's tokens: id, state, label, created, expires, revoked (never the token itself)."""
     from yuxi.services.user_service import TokenView
 
@@ -146,9 +158,11 @@ def tokens_list(uid: str) -> None:
 
 @tokens_app.command("create")
 def tokens_create(
-    uid: str,
-    label: str = typer.Option("cli", help="what the token is for"),
-    days: int | None = typer.Option(None, help="expire after this many days (default: never)"),
+    uid: str = typer.Argument(..., metavar="UID"),
+    label: str = typer.Option("cli", metavar="LABEL", help="what the token is for"),
+    days: int | None = typer.Option(
+        None, metavar="N", help="expire after N days", show_default="never"
+    ),
 ) -> None:
     """A new API token for an existing user (printed once, stored hashed)."""
     from yuxi.services.user_service import IssuedToken
@@ -162,9 +176,12 @@ def tokens_create(
 
 @tokens_app.command("revoke")
 def tokens_revoke(
-    uid: str, token_id: int | None = typer.Option(None, "--id", help="only this token")
+    uid: str = typer.Argument(..., metavar="UID"),
+    token_id: int | None = typer.Option(
+        None, "--id", metavar="ID", help="only this token", show_default="all of them"
+    ),
 ) -> None:
-    """Revoke all of a user's tokens, or the one ``--id``. Open event streams on them end."""
+    """Revoke all of a user's tokens, or the one --id. Open event streams on them end."""
 
     async def revoke(c: Container) -> list[int]:
         return await c.services.users.revoke_tokens(uid, token_id)
@@ -205,15 +222,32 @@ async def _serve(container: Container, *, host: str, port: int, banner: str = ""
     await server.serve()
 
 
+_HOST = typer.Option(
+    None, metavar="HOST", help="address to listen on", show_default="YUXI_HOST or 127.0.0.1"
+)
+_PORT = typer.Option(None, min=1, max=65535, metavar="PORT", show_default="YUXI_PORT or 8000")
+
+
+def require_free_port(host: str, port: int) -> None:
+    """Exit 1 with a hint unless ``host:port`` can be bound: checked before anything starts
+    (embedded PostgreSQL, migrations, a login link), so a second ``yuxi run`` stops cleanly."""
+    problem = listen_problem(host, port)
+    if problem is not None:
+        typer.echo(f"error: {problem}; set YUXI_PORT or pass --port", err=True)
+        raise typer.Exit(code=1)
+
+
 @app.command("serve")
-def serve(host: str | None = None, port: int | None = None) -> None:
+def serve(host: str | None = _HOST, port: int | None = _PORT) -> None:
     """The HTTP API, the web UI and the in-process worker pool."""
     settings = load_settings()
+    host, port = host or settings.host, port or settings.port
+    require_free_port(host, port)
 
     async def main() -> None:
         container = await bootstrap(settings, migrate=True)
         try:
-            await _serve(container, host=host or settings.host, port=port or settings.port)
+            await _serve(container, host=host, port=port)
         finally:
             await container.aclose(stop_embedded=True)
 
@@ -221,7 +255,9 @@ def serve(host: str | None = None, port: int | None = None) -> None:
 
 
 @app.command("worker")
-def worker(count: int = typer.Option(1, min=1, max=64)) -> None:
+def worker(
+    count: int = typer.Option(1, min=1, max=64, metavar="N", help="how many workers"),
+) -> None:
     """Run workers in this process (alongside or instead of the server's pool)."""
     from yuxi.bootstrap import run_workers
 
@@ -236,17 +272,19 @@ def worker(count: int = typer.Option(1, min=1, max=64)) -> None:
     _with_container(main, migrate=True)
 
 
-eval_app = typer.Typer(help="Evaluation runs (agent_evaluation threads, hidden from history).")
+eval_app = _typer("Evaluation runs (agent_evaluation threads, hidden from history).")
 app.add_typer(eval_app, name="eval")
 
 
 @eval_app.command("run")
 def eval_run(
-    file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True),
-    uid: str = typer.Option(..., help="the user whose agent is evaluated"),
-    timeout: float = typer.Option(120.0, help="seconds to wait for each run"),
+    file: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, readable=True, metavar="FILE.jsonl"
+    ),
+    uid: str = typer.Option(..., metavar="UID", help="the user whose agent is evaluated"),
+    timeout: float = typer.Option(120.0, metavar="SECONDS", help="to wait for each run"),
 ) -> None:
-    """Run each JSONL line ``{"input": str, "expect"?: str}`` in its own agent_evaluation
+    """Run each JSONL line {"input": str, "expect"?: str} in its own agent_evaluation
     thread (in-process workers) and print a result table."""
     import json
 
@@ -296,12 +334,22 @@ def eval_run(
     raise typer.Exit(code=1 if failed else 0)
 
 
-@app.command("bench")
-def bench(args: list[str] = typer.Argument(None)) -> None:
-    """Run the benchmark suite (``python -m benchmarks``) with the given flags."""
+@app.command("bench", context_settings={"ignore_unknown_options": True})
+def bench(
+    args: list[str] = typer.Argument(None, metavar="FLAGS", hidden=True),
+) -> None:
+    """Run the benchmark suite (python -m benchmarks, from the repository root), passing
+    FLAGS on, e.g. --quick; yuxi bench -- --help lists them."""
+    import importlib.util
     import runpy
     import sys
 
+    # The suite lives in the repository, not in the package: look for it where we are run.
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    if importlib.util.find_spec("benchmarks") is None:
+        typer.echo("error: no benchmarks package here; run yuxi bench from the repo root", err=True)
+        raise typer.Exit(code=1) from None
     sys.argv = ["benchmarks", *(args or [])]
     runpy.run_module("benchmarks", run_name="__main__")
 
@@ -325,15 +373,17 @@ async def demo_banner(container: Container, *, host: str, port: int) -> str:
 
 
 @app.command("run")
-def run() -> None:
+def run(host: str | None = _HOST, port: int | None = _PORT) -> None:
     """Development run: embedded PostgreSQL, migrations, a demo user, then the server."""
     settings = load_settings()
+    host, port = host or settings.host, port or settings.port
+    require_free_port(host, port)
 
     async def main() -> None:
         container = await bootstrap(settings, migrate=True)
         try:
-            banner = await demo_banner(container, host=settings.host, port=settings.port)
-            await _serve(container, host=settings.host, port=settings.port, banner=banner)
+            banner = await demo_banner(container, host=host, port=port)
+            await _serve(container, host=host, port=port, banner=banner)
         finally:
             await container.aclose(stop_embedded=True)
 

@@ -99,6 +99,10 @@ TOOL_WRITE_MAX_BYTES = 1024 * KIB
 #: The workspace file API (request bodies and reads).
 FILE_API_MAX_BYTES = 1024 * KIB
 
+# -- users ----------------------------------------------------------------------------------
+#: A user's name (``yuxi users create NAME``): stripped, not blank, unique per installation.
+USER_NAME_MAX_CHARS = 200
+
 # -- credentials (API tokens, browser sessions, login codes) -----------------------------------
 #: Longer than any token or code we issue (``yx_`` / ``yl_`` + 43 characters); a longer or
 #: non-ASCII credential is refused before it is hashed.

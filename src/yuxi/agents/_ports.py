@@ -61,7 +61,7 @@ class WorkspaceFilesPort(Protocol):
 
 class LookbackPort(Protocol):
     async def search_thread_messages(
-        self, *, uid: str, query: object, limit: object = 5
+        self, *, uid: str, query: object, limit: object = 5, current_run_id: str | None = None
     ) -> LookbackResult: ...
 
     async def read_thread_messages(

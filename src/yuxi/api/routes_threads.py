@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, Request
 
 from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.api.schemas import ThreadCreate, ThreadList, ThreadPatch
+from yuxi.errors import InvalidArgument
 from yuxi.services.chat_views import ThreadDetail, ThreadSummary
 
 router = APIRouter(prefix="/api/v1/threads", tags=["threads"])
 
 
 @router.post("", response_model=ThreadSummary, status_code=201)
-async def create_thread(body: ThreadCreate, uid: UidDep, services: ServicesDep) -> ThreadSummary:
-    return await services.chat.create_thread(uid, title=body.title)
+async def create_thread(
+    request: Request,
+    uid: UidDep,
+    services: ServicesDep,
+    body: Annotated[ThreadCreate | None, Body()] = None,
+) -> ThreadSummary:
+    """A new chat thread; the body (``{"title"?}``) may be left out: a bare POST is ``{}``.
+    Anything sent must still be an object (a JSON ``null`` is refused, not taken as none)."""
+    if body is None and (await request.body()).strip():
+        raise InvalidArgument("the body must be a JSON object such as {} (or left out)")
+    return await services.chat.create_thread(uid, title=(body or ThreadCreate()).title)
 
 
 @router.get("", response_model=ThreadList)

@@ -7,19 +7,23 @@ clause, so ``LIMIT`` only ever counts rows the caller may see:
   'agent_evaluation')``, not ``recall_excluded`` by its owner, and ``NOT EXISTS`` a
   ``subagent_threads`` row naming it as the child;
 * message: ``uid`` = caller too (the denormalised owner), ``role IN ('user', 'assistant')``,
-  ``message_type IN VISIBLE_MESSAGE_TYPES`` and ``NOT IN HIDDEN_MESSAGE_TYPES``.
+  ``message_type IN VISIBLE_MESSAGE_TYPES`` and ``NOT IN HIDDEN_MESSAGE_TYPES``;
+* search only: not a message of the searching run itself (its run, or the interrupted runs it
+  resumes), so ``search history: Q`` never finds its own question first.
 
 Statements select explicit columns only (never an ORM entity), so metadata, image_content,
-attachments and run_id are never even read. Long text is cut in SQL to what a budget can use.
+attachments and run_id are never even read (run_id only filters). Long text is cut in SQL to
+what a budget can use.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Text, func, literal, select
+from sqlalchemy import ColumnElement, Select, Text, func, literal, or_, select
+from sqlalchemy.orm import aliased
 
-from yuxi.db.models import Conversation, Message, SubagentThread, ToolCall
+from yuxi.db.models import AgentRun, Conversation, Message, SubagentThread, ToolCall
 from yuxi.limits import (
     READ_MESSAGE_BYTES,
     SEARCH_SNIPPET_BYTES,
@@ -75,6 +79,30 @@ def visible_message(uid: str) -> list[ColumnElement[bool]]:
     ]
 
 
+def own_run_chain(uid: str, run_id: str) -> Select[Any]:
+    """The ids of run ``run_id`` of ``uid`` and of every run it resumes (``created_by_run_id``,
+    recursively): the runs whose messages belong to the current request."""
+    chain = (
+        select(AgentRun.id, AgentRun.created_by_run_id)
+        .where(AgentRun.id == run_id, AgentRun.uid == uid)
+        .cte("own_run_chain", recursive=True)
+    )
+    earlier = aliased(AgentRun)
+    chain = chain.union(
+        select(earlier.id, earlier.created_by_run_id)
+        .join(chain, earlier.id == chain.c.created_by_run_id)
+        .where(earlier.uid == uid)
+    )
+    return select(chain.c.id)
+
+
+def not_of_run(uid: str, run_id: str | None) -> list[ColumnElement[bool]]:
+    """Leave out the messages of the current run (and of the runs it resumes)."""
+    if run_id is None:
+        return []
+    return [or_(Message.run_id.is_(None), Message.run_id.not_in(own_run_chain(uid, run_id)))]
+
+
 def _visible_messages(uid: str, *columns: Any) -> Select[Any]:
     return (
         select(*columns)
@@ -83,8 +111,11 @@ def _visible_messages(uid: str, *columns: Any) -> Select[Any]:
     )
 
 
-def search_statement(uid: str, query: str, limit: int) -> Select[Any]:
-    """Newest visible matches, each with a window of at most ``2 * 512 + len(query)`` characters.
+def search_statement(
+    uid: str, query: str, limit: int, *, current_run_id: str | None = None
+) -> Select[Any]:
+    """Newest visible matches (none of ``current_run_id``'s own, see :func:`not_of_run`), each
+    with a window of at most ``2 * 512 + len(query)`` characters.
 
     A character is at least one byte, so ``SEARCH_SNIPPET_BYTES`` characters either side of the
     match are all a snippet can ever use. The window is cut in SQL around
@@ -100,6 +131,7 @@ def search_statement(uid: str, query: str, limit: int) -> Select[Any]:
             Conversation.title.label("title"),
         )
         .where(Message.content.ilike("%" + escape_like(query) + "%", escape=LIKE_ESCAPE))
+        .where(*not_of_run(uid, current_run_id))
         .order_by(Message.id.desc())
         .limit(limit)
         .subquery("hits")

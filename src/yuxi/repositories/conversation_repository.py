@@ -225,8 +225,11 @@ class ConversationRepository:
         rows.reverse()
         return rows
 
-    async def search_messages(self, uid: str, query: str, limit: int) -> dict[str, Any]:
-        """Literal, case-insensitive substring search over the caller's visible messages.
+    async def search_messages(
+        self, uid: str, query: str, limit: int, *, current_run_id: str | None = None
+    ) -> dict[str, Any]:
+        """Literal, case-insensitive substring search over the caller's visible messages
+        (without those of ``current_run_id`` and the runs it resumes).
 
         ``query`` was validated by the caller (stripped, 1..256 characters). Newest first; the
         ToolCall table is never touched. See the module docs of ``_history_budget`` for sizes.
@@ -234,7 +237,11 @@ class ConversationRepository:
         if not query or len(query) > SEARCH_QUERY_MAX_CHARS or not is_valid_text(query):
             raise InvalidArgument(f"query must be 1..{SEARCH_QUERY_MAX_CHARS} characters of text")
         limit = _clamp(limit, 1, SEARCH_MAX_ITEMS)
-        rows = (await self.session.execute(q.search_statement(uid, query, limit))).all()
+        rows = (
+            await self.session.execute(
+                q.search_statement(uid, query, limit, current_run_id=current_run_id)
+            )
+        ).all()
         return shape.search_response([shape.search_item(row, query) for row in rows])
 
     # -- history lookback: read ---------------------------------------------------------------

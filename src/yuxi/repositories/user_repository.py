@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,6 +23,21 @@ class UserRepository:
         self.session.add(UserConfig(uid=user.uid, enable_memory=False))
         await self.session.flush()
         return user
+
+    async def lock_name(self, name: str) -> None:
+        """Serialise creations of users named ``name`` until the transaction ends (a
+        transaction-scoped advisory lock), so a check-then-insert cannot race."""
+        await self.session.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended('user-name:' || :name, 0))"),
+            {"name": name},
+        )
+
+    async def uid_named(self, name: str) -> str | None:
+        """The uid of a user named exactly ``name``, if any (the oldest one)."""
+        row = await self.session.execute(
+            select(User.uid).where(User.name == name).order_by(User.created_at).limit(1)
+        )
+        return row.scalar_one_or_none()
 
     async def get(self, uid: str) -> User | None:
         return await self.session.get(User, uid)

@@ -57,6 +57,15 @@ def check_thread_title(value: object) -> str:
     return check_text("title", value, max_chars=TITLE_MAX_CHARS, strip=True)
 
 
+def auto_title(first_message: str) -> str:
+    """The title a thread gets from its first message: the first non-blank line, cut to
+    ``AUTO_TITLE_MAX_CHARS`` characters (never inside a character) with an ellipsis when cut."""
+    line = next((ln.strip() for ln in first_message.splitlines() if ln.strip()), "")
+    if len(line) <= AUTO_TITLE_MAX_CHARS:
+        return line
+    return line[: AUTO_TITLE_MAX_CHARS - 1].rstrip() + "…"
+
+
 async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversation:
     """The caller's own, not deleted thread; anyone else's (or a deleted one) is NotFound."""
     conversation = await uow.conversations.get_owned(uid, thread_id)
@@ -204,7 +213,7 @@ class ChatService:
         )
         if created:
             if not conversation.title:
-                conversation.title = body.strip().splitlines()[0][:AUTO_TITLE_MAX_CHARS]
+                conversation.title = auto_title(body)
             await uow.conversations.add_message(
                 conversation, role="user", content=body, run_id=run.id
             )

@@ -69,15 +69,21 @@ class LookbackService:
         self._uow = uow
 
     async def search_thread_messages(
-        self, *, uid: str, query: object, limit: object = 5
+        self, *, uid: str, query: object, limit: object = 5, current_run_id: str | None = None
     ) -> LookbackResult:
+        """``current_run_id``: the searching run, whose own messages (the question that asked
+        for this search) are left out of the results."""
         _check_uid(uid)
         q = check_text("query", query, max_chars=SEARCH_QUERY_MAX_CHARS, strip=True)
         n = _int_arg(limit, "limit", 1, SEARCH_MAX_ITEMS)
         try:
             async with self._uow() as uow:
                 await _require_memory(uow, uid)
-                return LookbackResult(await uow.conversations.search_messages(uid, q, n))
+                return LookbackResult(
+                    await uow.conversations.search_messages(
+                        uid, q, n, current_run_id=current_run_id
+                    )
+                )
         except SQLAlchemyError as exc:
             _log.warning("search_thread_messages failed: %r", exc)
             raise StorageUnavailable("history is unavailable right now") from None

@@ -16,14 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from yuxi.errors import InvalidArgument, NotFound, Unauthorized
+from yuxi.errors import Conflict, InvalidArgument, NotFound, Unauthorized
 from yuxi.limits import (
     CREDENTIAL_MAX_CHARS,
     LOGIN_CODE_TTL_SECONDS,
     SESSION_TOKEN_TTL_SECONDS,
     TOKEN_MAX_DAYS,
+    USER_NAME_MAX_CHARS,
 )
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from yuxi.utils.string_utils import check_text
 from yuxi.vocabulary import SESSION_TOKEN_LABEL
 from yuxi.workspace.filesystem import Workspace
 
@@ -93,8 +95,17 @@ class UserService:
     # -- users ------------------------------------------------------------------------------
 
     async def create_user(self, name: str, *, uid: str | None = None) -> IssuedToken:
-        """A new user with memory off, one API token (no expiry) and an initialised workspace."""
+        """A new user with memory off, one API token (no expiry) and an initialised workspace.
+
+        ``name`` is stored stripped; a blank name, one over ``USER_NAME_MAX_CHARS`` characters
+        and one another user already has (:class:`Conflict`) are refused: a name is how a
+        person finds their uid in ``yuxi users list``, so two users never share one."""
+        name = check_text("name", name, max_chars=USER_NAME_MAX_CHARS, strip=True)
         async with self._uow() as uow:
+            await uow.users.lock_name(name)
+            taken_by = await uow.users.uid_named(name)
+            if taken_by is not None:
+                raise Conflict(f"a user named {name!r} already exists (uid {taken_by})")
             user = await uow.users.create_user(name, uid=uid)
             token = await uow.tokens.add_token(user.uid)
             await uow.commit()

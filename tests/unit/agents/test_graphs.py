@@ -17,6 +17,7 @@ from tests.unit.agents.fakes import CTX, CapturingModel, FakeMemory, SpyWorkspac
 from yuxi.agents.context import build_agent_input_context
 from yuxi.agents.graphs import build_chatbot_graph, build_subagent_graph
 from yuxi.agents.middlewares.memory import MEMORY_TOOL_NAMES
+from yuxi.agents.prompts import MEMORY_OFF_NOTE
 from yuxi.agents.tools import make_delegate_tool
 from yuxi.agents.tools.delegate import SubagentReply
 from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
@@ -159,7 +160,7 @@ async def test_correct_search_and_read_reach_the_service(tmp_path: Path) -> None
     (remember,) = memory.calls_to("remember_memory")
     assert (remember["content"], remember["replaces"]) == ("likes black tea", "likes green tea")
     assert memory.calls_to("search_thread_messages") == [
-        {"uid": CTX.uid, "query": "绿茶", "limit": 5}
+        {"uid": CTX.uid, "query": "绿茶", "limit": 5, "current_run_id": CTX.run_id}
     ]
     assert memory.calls_to("read_thread_messages") == [
         {
@@ -207,8 +208,11 @@ async def test_memory_off_binds_no_memory_tool_and_reads_no_memory(tmp_path: Pat
     read = await _say(graph, "read file: agents/MEMORY.md")
 
     assert remembered.tool_calls == []
-    assert "cannot" in remembered.text and "remember_memory" in remembered.text
-    assert recalled.text == "I have no saved memory."
+    # the model is told memory is off (not that it is empty) and says so, pointing to the switch
+    assert remembered.text == recalled.text
+    assert "memory is off" in recalled.text and "Memory switch" in recalled.text
+    assert "no saved memory" not in recalled.text
+    assert all(p.endswith(MEMORY_OFF_NOTE) for p in model.system_prompts())
     assert json.loads(str(_tool_messages(read)[0].content))["code"] == "forbidden_path"
     for names in model.bindings:
         assert set(names).isdisjoint(MEMORY_TOOL_NAMES)

@@ -278,7 +278,7 @@ async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
         thread_id="thread-old", message_id=7, limit=4, include_tools=True, runtime=_runtime(CTX)
     )
     assert memory.calls_to("search_thread_messages") == [
-        {"uid": CTX.uid, "query": "绿茶", "limit": 3}
+        {"uid": CTX.uid, "query": "绿茶", "limit": 3, "current_run_id": CTX.run_id}
     ]
     assert memory.calls_to("read_thread_messages") == [
         {

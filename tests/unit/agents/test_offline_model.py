@@ -17,6 +17,7 @@ from pydantic import SecretStr
 
 from yuxi.agents.middlewares.memory import render_memory_block
 from yuxi.agents.models import OfflineChatModel, build_chat_model
+from yuxi.agents.prompts import MEMORY_OFF_NOTE
 from yuxi.settings import Settings
 from yuxi.utils.prompt_framing import new_nonce
 
@@ -161,6 +162,26 @@ def test_recall_without_memory_says_so() -> None:
         reply = _reply(OfflineChatModel(), "What do you remember?", system)
         assert reply.text == "I have no saved memory."
     assert "没有" in _reply(OfflineChatModel(), "你记得什么", None).text
+
+
+OFF = f"BASE\n\n{MEMORY_OFF_NOTE}"
+
+
+@pytest.mark.parametrize("text", ["what do you remember?", "remember: tea", "search history: x"])
+def test_with_memory_off_it_says_memory_is_off_and_points_to_the_switch(text: str) -> None:
+    reply = _reply(_bound("read_workspace_file"), text, OFF)
+    assert reply.tool_calls == []
+    assert "memory is off" in reply.text and "Memory switch" in reply.text
+    assert "no saved memory" not in reply.text and "not available" not in reply.text
+
+
+def test_with_memory_off_it_says_so_in_chinese_too() -> None:
+    for text in ("你记得什么？", "记住：喝乌龙茶"):
+        assert "长期记忆已关闭" in _reply(OfflineChatModel(), text, OFF).text
+
+
+def test_a_tool_that_is_not_a_memory_tool_still_says_it_is_not_available() -> None:
+    assert "not available" in _reply(OfflineChatModel(), "read file: a.md", OFF).text
 
 
 def test_recall_reads_up_to_the_closing_marker_with_the_same_nonce() -> None:

@@ -29,6 +29,7 @@ from yuxi.agents.middlewares.tool_call_integrity import (
     ToolCallIntegrityMiddleware,
     call_is_unanswered,
 )
+from yuxi.agents.prompts import MEMORY_OFF_NOTE
 from yuxi.agents.tools.workspace_tools import SENSITIVE_TOOLS, make_workspace_tools
 from yuxi.services.memory_service import MemorySnapshot
 from yuxi.workspace.filesystem import Workspace
@@ -75,10 +76,11 @@ async def build_chatbot_graph(
 
     ``system_prompt`` is the shared context (:func:`build_agent_input_context`). The memory
     switch is re-queried here; when on, the memory middleware adds the memory block and the
-    three memory tools. The generic write/edit tools pause for human approval, and so does
-    ``remember_memory`` in a tainted run (after untrusted input; see
-    :mod:`yuxi.agents.middlewares.taint`); the generic tools may touch MEMORY.md only while
-    memory is on. Invoke the graph with ``context=context``.
+    three memory tools; when off, the system prompt ends with ``MEMORY_OFF_NOTE`` (the model
+    can tell the user memory is off, not that it is empty). The generic write/edit tools pause
+    for human approval, and so does ``remember_memory`` in a tainted run (after untrusted
+    input; see :mod:`yuxi.agents.middlewares.taint`); the generic tools may touch MEMORY.md only
+    while memory is on. Invoke the graph with ``context=context``.
     """
     if workspace.uid != context.uid:
         raise ValueError("the workspace does not belong to the run's user")
@@ -108,6 +110,10 @@ async def build_chatbot_graph(
     middleware.append(HumanInTheLoopMiddleware(interrupt_on=interrupt_on))
     middleware.append(ToolCallIntegrityMiddleware())
     middleware.extend(run_limit_middleware(model_call_limit, tool_call_limit))
+    if memory_middleware is None:
+        system_prompt = (
+            f"{system_prompt}\n\n{MEMORY_OFF_NOTE}" if system_prompt else MEMORY_OFF_NOTE
+        )
     return create_agent(
         model,
         tools=tools,

@@ -155,7 +155,9 @@ def _make_memory_tools(
     ) -> ToolMessage:
         async def call() -> LookbackResult:
             identity = _identity(runtime, bound)
-            return await lookback.search_thread_messages(uid=identity.uid, query=query, limit=limit)
+            return await lookback.search_thread_messages(
+                uid=identity.uid, query=query, limit=limit, current_run_id=identity.run_id
+            )
 
         return await tool_message("search_thread_messages", runtime, call)
 

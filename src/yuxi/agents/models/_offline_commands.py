@@ -13,7 +13,20 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-__all__ = ["Intent", "content_text", "memory_text", "parse", "plan"]
+from yuxi.agents.prompts import MEMORY_OFF_HEADING
+
+__all__ = [
+    "MEMORY_TOOLS",
+    "Intent",
+    "content_text",
+    "memory_is_off",
+    "memory_text",
+    "parse",
+    "plan",
+]
+
+#: The tools that exist only while the user's memory switch is on.
+MEMORY_TOOLS = ("remember_memory", "search_thread_messages", "read_thread_messages")
 
 _C = r"\s*[:：]\s*"
 #: The memory block: markers that carry the run's nonce; only the closing one with the same
@@ -120,6 +133,13 @@ def plan(text: str) -> list[tuple[str, Intent]]:
 
 def content_text(message: BaseMessage) -> str:
     return message.content if isinstance(message.content, str) else message.text
+
+
+def memory_is_off(messages: Sequence[BaseMessage]) -> bool:
+    """True when a system message says the user turned memory off (``MEMORY_OFF_NOTE``)."""
+    return any(
+        isinstance(m, SystemMessage) and MEMORY_OFF_HEADING in content_text(m) for m in messages
+    )
 
 
 def memory_text(messages: Sequence[BaseMessage]) -> str | None:

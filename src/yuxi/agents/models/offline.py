@@ -54,7 +54,15 @@ from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, field_validator
 
 from yuxi.agents.models._offline_answers import describe_result
-from yuxi.agents.models._offline_commands import Intent, content_text, memory_text, parse, plan
+from yuxi.agents.models._offline_commands import (
+    MEMORY_TOOLS,
+    Intent,
+    content_text,
+    memory_is_off,
+    memory_text,
+    parse,
+    plan,
+)
 from yuxi.agents.models._offline_output import (
     Reply,
     finish,
@@ -115,7 +123,13 @@ def _last_human(messages: Sequence[BaseMessage]) -> int | None:
     )
 
 
-def _cannot(intent: Intent) -> str:
+_MEMORY_OFF_ZH = "长期记忆已关闭：打开“记忆”开关后我才能使用它。"
+_MEMORY_OFF_EN = "Long-term memory is off: turn on the Memory switch and I can use it."
+
+
+def _cannot(intent: Intent, messages: Sequence[BaseMessage]) -> str:
+    if intent.tool in MEMORY_TOOLS and memory_is_off(messages):
+        return _MEMORY_OFF_ZH if intent.zh else _MEMORY_OFF_EN
     if intent.zh:
         return f"我做不到：此对话中我没有可用的工具 `{intent.tool}`。"
     return (
@@ -125,6 +139,8 @@ def _cannot(intent: Intent) -> str:
 
 def _recall(messages: Sequence[BaseMessage], *, zh: bool) -> str:
     memory = memory_text(messages)
+    if memory is None and memory_is_off(messages):
+        return _MEMORY_OFF_ZH if zh else _MEMORY_OFF_EN
     if memory is None:
         return "我还没有保存任何记忆。" if zh else "I have no saved memory."
     if zh:
@@ -316,7 +332,7 @@ class OfflineChatModel(BaseChatModel):
             echo = text if len(text) <= _ECHO_MAX_CHARS else text[:_ECHO_MAX_CHARS] + "…"
             return AIMessage(content=f"You said: {echo}")
         if intent.tool not in allowed:
-            return AIMessage(content=_cannot(intent))
+            return AIMessage(content=_cannot(intent, messages))
         return _tool_call(len(messages), intent.tool, intent.args, text)
 
     @staticmethod
@@ -334,7 +350,7 @@ class OfflineChatModel(BaseChatModel):
             line, intent = steps[len(turns)]
             if intent.tool is not None and intent.tool in allowed:
                 return _tool_call(len(messages), intent.tool, intent.args, line)
-            stopped = _cannot(intent)
+            stopped = _cannot(intent, messages)
         own = {call["id"]: call for turn in turns for call in turn.tool_calls if call["id"]}
         lines = _answer([m for m in since if isinstance(m, ToolMessage)], own)
         if lines is None:
