@@ -3,6 +3,7 @@ targets install the dev extras. Checked on make's own plan (``make -n``) for a n
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,8 +16,15 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make on
 
 
 def _plan(target: str, venv: Path) -> list[str]:
+    # A make of its own, not a sub-make of the `make test` that may be running these tests
+    # (that one's MAKELEVEL/MAKEFLAGS would add "Entering/Leaving directory" lines).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     done = subprocess.run(
-        ["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
