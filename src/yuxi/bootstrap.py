@@ -107,7 +107,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     services = Services(
         chat=ChatService(uow),
         memory=memory,
-        memory_history=MemoryHistoryService(uow, root, workspaces),
+        memory_history=MemoryHistoryService(uow, workspaces),
         lookback=LookbackService(uow),
         users=UserService(uow, workspaces),
         files=WorkspaceFileService(workspaces, memory, runs),

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -14,9 +10,8 @@ import psycopg
 from yuxi.bootstrap import Container
 from yuxi.errors import PreconditionFailed
 
-from .factories import as_kwargs, make_run, make_user, memory_file, remember
-
-REPO = Path(__file__).resolve().parents[2]
+from .factories import make_run, make_user, memory_file, remember
+from .proc_writer import start_writer, writer_statuses
 
 
 def _entries(text: str) -> list[str]:
@@ -46,36 +41,16 @@ async def test_same_content_from_many_runs_is_written_once(container: Container)
     assert _entries(memory_file(container, uid).read_text()) == ["only once"]
 
 
-async def test_writers_in_separate_os_processes(container: Container, settings) -> None:  # type: ignore[no-untyped-def]
+async def test_writers_in_separate_os_processes(container: Container) -> None:
     uid = await make_user(container)
     procs = []
-    expected = []
+    expected: list[str] = []
     for p in range(4):
-        run = await make_run(container, uid)
         contents = [f"proc-{p}-fact-{i}" for i in range(5)]
         expected += contents
-        spec = {
-            "database_url": settings.database_url,
-            "data_dir": str(settings.data_dir),
-            "identity": as_kwargs(run),
-            "contents": contents,
-        }
-        procs.append(
-            await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "tests.integration.proc_writer",
-                json.dumps(spec),
-                cwd=REPO,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-        )
-    outputs = await asyncio.gather(*(p.communicate() for p in procs))
-    for proc, (out, err) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, err.decode()
-        statuses = [json.loads(line)["status"] for line in out.decode().splitlines()]
-        assert statuses == ["updated"] * 5
+        procs.append(await start_writer(container, await make_run(container, uid), contents))
+    statuses = await asyncio.gather(*(writer_statuses(p) for p in procs))
+    assert statuses == [["updated"] * 5] * 4
     entries = _entries(memory_file(container, uid).read_bytes().decode("utf-8"))
     assert sorted(entries) == sorted(expected)
 

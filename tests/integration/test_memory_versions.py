@@ -7,10 +7,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from sqlalchemy.exc import OperationalError
@@ -26,7 +22,6 @@ from yuxi.services.unit_of_work import UnitOfWork
 from yuxi.workspace.filesystem import MEMORY_PATH
 
 from .factories import (
-    as_kwargs,
     make_asked_run,
     make_run,
     make_user,
@@ -34,8 +29,8 @@ from .factories import (
     remember,
     sha256_of,
 )
+from .proc_writer import start_writer, writer_statuses
 
-REPO = Path(__file__).resolve().parents[2]
 EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 
 
@@ -193,32 +188,16 @@ async def test_concurrent_tool_adds_and_user_edits_form_one_chain(container: Con
 
 async def test_writers_in_separate_processes_form_one_chain(container: Container) -> None:
     uid = await make_user(container)
-    procs = []
-    for p in range(3):
-        run = await make_run(container, uid)
-        spec = {
-            "database_url": container.database_url,
-            "data_dir": str(container.settings.data_dir),
-            "identity": as_kwargs(run),
-            "contents": [f"proc-{p}-fact-{i}" for i in range(4)],
-        }
-        procs.append(
-            await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "tests.integration.proc_writer",
-                json.dumps(spec),
-                cwd=REPO,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
+    procs = [
+        await start_writer(
+            container, await make_run(container, uid), [f"proc-{p}-fact-{i}" for i in range(4)]
         )
+        for p in range(3)
+    ]
     edits = asyncio.gather(*(_user_edit(container, uid, n) for n in range(4)))
-    outputs = await asyncio.gather(*(p.communicate() for p in procs))
+    statuses = await asyncio.gather(*(writer_statuses(p) for p in procs))
     await edits
-    for proc, (out, err) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, err.decode()
-        assert [json.loads(line)["status"] for line in out.decode().splitlines()] == ["updated"] * 4
+    assert statuses == [["updated"] * 4] * 3
     assert len(await _chain(container, uid)) == 16
     await _assert_one_chain(container, uid)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 
 from yuxi.errors import InvalidArgument, PreconditionFailed, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
@@ -52,11 +51,10 @@ class MemoryFileEdits:
     def __init__(
         self,
         uow: UnitOfWorkFactory,
-        workspace_root: Path,
         workspace_factory: Callable[[str], Workspace],
     ) -> None:
         self._workspace = workspace_factory
-        self._lock = MemoryWriteLock(uow, workspace_root, workspace_factory)
+        self._lock = MemoryWriteLock(uow, workspace_factory)
 
     async def read(self, uid: str) -> tuple[bytes, str]:
         try:

@@ -20,7 +20,6 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from yuxi.db.models import MemoryVersion
 from yuxi.errors import MemoryDisabled, MemoryReadOnly, UnauthorizedRun, WorkspaceFileNotFound
@@ -109,11 +108,9 @@ class MemoryWriteLock:
     def __init__(
         self,
         uow: UnitOfWorkFactory,
-        workspace_root: Path,
         workspace_factory: Callable[[str], Workspace],
     ) -> None:
         self._uow = uow
-        self._root = workspace_root
         self._workspace = workspace_factory
 
     @asynccontextmanager

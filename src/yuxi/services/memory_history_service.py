@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 
 from yuxi.db.models import MemoryVersion
 from yuxi.errors import (
@@ -63,12 +62,11 @@ class MemoryHistoryService:
     def __init__(
         self,
         uow: UnitOfWorkFactory,
-        workspace_root: Path,
         workspace_factory: Callable[[str], Workspace],
     ) -> None:
         self._uow = uow
         self._workspace = workspace_factory
-        self._lock = MemoryWriteLock(uow, workspace_root, workspace_factory)
+        self._lock = MemoryWriteLock(uow, workspace_factory)
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -122,10 +122,9 @@ class MemoryService:
         bytes_per_run: int = MEMORY_BYTES_PER_RUN,
     ) -> None:
         self._uow = uow
-        self._root = workspace_root
         self._workspace = workspace_factory or (lambda uid: Workspace(workspace_root, uid))
-        self._lock = MemoryWriteLock(uow, workspace_root, self._workspace)
-        self._edits = MemoryFileEdits(uow, workspace_root, self._workspace)
+        self._lock = MemoryWriteLock(uow, self._workspace)
+        self._edits = MemoryFileEdits(uow, self._workspace)
         self._writes_per_run = writes_per_run
         self._bytes_per_run = bytes_per_run
 

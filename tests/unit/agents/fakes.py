@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from yuxi.agents.context import RunIdentity
@@ -348,3 +348,23 @@ class CapturingModel(OfflineChatModel):
             for messages in self.seen
             for m in messages
         )
+
+
+#: Every tool the offline model has a command for.
+OFFLINE_TOOL_NAMES = (
+    "remember_memory",
+    "search_thread_messages",
+    "read_thread_messages",
+    "delegate_to_subagent",
+    "read_workspace_file",
+    "write_workspace_file",
+)
+
+
+def named_tool(name: str) -> StructuredTool:
+    """A do-nothing tool with ``name`` (what the offline model may call is decided by names)."""
+
+    async def run(x: str = "") -> str:
+        return x
+
+    return StructuredTool.from_function(coroutine=run, name=name, description=name)

@@ -11,30 +11,15 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import StructuredTool
 
 from yuxi.agents.models import OfflineChatModel
 
-TOOLS = (
-    "remember_memory",
-    "search_thread_messages",
-    "read_thread_messages",
-    "delegate_to_subagent",
-    "read_workspace_file",
-    "write_workspace_file",
-)
-
-
-def _tool(name: str) -> StructuredTool:
-    async def run(x: str = "") -> str:
-        return x
-
-    return StructuredTool.from_function(coroutine=run, name=name, description=name)
+from .fakes import OFFLINE_TOOL_NAMES, named_tool
 
 
 def _answer(command: str, result: dict[str, Any] | str, *, status: str = "success") -> str:
     """The final answer after ``command``'s one tool call got ``result``."""
-    model = OfflineChatModel().bind_tools([_tool(n) for n in TOOLS])
+    model = OfflineChatModel().bind_tools([named_tool(n) for n in OFFLINE_TOOL_NAMES])
     human = HumanMessage(content=command)
     call = model.invoke([human])
     assert isinstance(call, AIMessage)
@@ -185,7 +170,7 @@ def test_delegation_gives_the_subagents_reply() -> None:
     ],
 )
 def test_another_tools_result_is_said_plainly(content: str, expected: str) -> None:
-    model = OfflineChatModel().bind_tools([_tool("my_adder")])
+    model = OfflineChatModel().bind_tools([named_tool("my_adder")])
     human = HumanMessage(content="add")
     call = AIMessage(
         content="",

@@ -12,37 +12,20 @@ import pytest
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableBinding
-from langchain_core.tools import StructuredTool
 from pydantic import SecretStr
 
+from tests.unit.agents.fakes import OFFLINE_TOOL_NAMES, named_tool
 from yuxi.agents.middlewares.memory import render_memory_block
 from yuxi.agents.models import OfflineChatModel, build_chat_model
 from yuxi.agents.prompts import MEMORY_OFF_NOTE
 from yuxi.settings import Settings
 from yuxi.utils.prompt_framing import new_nonce
 
-ALL_TOOLS = (
-    "remember_memory",
-    "search_thread_messages",
-    "read_thread_messages",
-    "delegate_to_subagent",
-    "read_workspace_file",
-    "write_workspace_file",
-)
-
-
-def _tool(name: str) -> StructuredTool:
-    async def run(x: str = "") -> str:
-        return x
-
-    return StructuredTool.from_function(coroutine=run, name=name, description=name)
-
-
 Model = Runnable[LanguageModelInput, AIMessage]
 
 
 def _bound(*names: str) -> Model:
-    return OfflineChatModel().bind_tools([_tool(n) for n in names])
+    return OfflineChatModel().bind_tools([named_tool(n) for n in names])
 
 
 def _reply(model: Model, text: str, system: str | None = None) -> AIMessage:
@@ -107,7 +90,7 @@ def _reply(model: Model, text: str, system: str | None = None) -> AIMessage:
 def test_commands_become_tool_calls_when_the_tool_is_bound(
     text: str, name: str, args: dict[str, Any]
 ) -> None:
-    reply = _reply(_bound(*ALL_TOOLS), f"  {text}\n")
+    reply = _reply(_bound(*OFFLINE_TOOL_NAMES), f"  {text}\n")
     assert reply.content == ""
     (call,) = reply.tool_calls
     assert call["name"] == name
@@ -127,7 +110,7 @@ def test_commands_become_tool_calls_when_the_tool_is_bound(
     ],
 )
 def test_unbound_tool_gets_an_honest_cannot(text: str, tool: str) -> None:
-    others = [n for n in ALL_TOOLS if n != tool]
+    others = [n for n in OFFLINE_TOOL_NAMES if n != tool]
     for model in (OfflineChatModel(), _bound(*others)):
         reply = _reply(model, text)
         assert reply.tool_calls == []
@@ -137,7 +120,7 @@ def test_unbound_tool_gets_an_honest_cannot(text: str, tool: str) -> None:
 
 def test_bind_tools_binds_the_tools_and_leaves_the_model_alone() -> None:
     base = OfflineChatModel()
-    bound = base.bind_tools([_tool("remember_memory"), {"name": "dict_tool"}])
+    bound = base.bind_tools([named_tool("remember_memory"), {"name": "dict_tool"}])
     assert isinstance(bound, RunnableBinding) and bound.bound is base
     assert [t["function"]["name"] for t in bound.kwargs["tools"]] == [
         "remember_memory",
@@ -150,7 +133,7 @@ def test_bind_tools_binds_the_tools_and_leaves_the_model_alone() -> None:
 
 def test_recall_quotes_the_memory_block() -> None:
     system = "BASE\n\n" + render_memory_block("- likes green tea\n- 住在杭州", nonce=new_nonce())
-    reply = _reply(_bound(*ALL_TOOLS), "what do you remember?", system)
+    reply = _reply(_bound(*OFFLINE_TOOL_NAMES), "what do you remember?", system)
     assert reply.tool_calls == []
     assert "- likes green tea\n- 住在杭州" in reply.text
     zh = _reply(OfflineChatModel(), "你记得什么？", system)
@@ -228,7 +211,7 @@ def test_tool_result_it_did_not_ask_for_is_not_quoted() -> None:
 
 
 def test_deterministic_call_ids_and_replies() -> None:
-    model = _bound(*ALL_TOOLS)
+    model = _bound(*OFFLINE_TOOL_NAMES)
     first = _reply(model, "remember: tea")
     second = _reply(model, "remember: tea")
     assert first.tool_calls[0]["id"] == second.tool_calls[0]["id"]
@@ -237,7 +220,7 @@ def test_deterministic_call_ids_and_replies() -> None:
 
 
 async def test_async_generation_matches_sync() -> None:
-    model = _bound(*ALL_TOOLS)
+    model = _bound(*OFFLINE_TOOL_NAMES)
     messages = [HumanMessage(content="search history: tea")]
     sync_reply = model.invoke(messages)
     async_reply = await model.ainvoke(messages)
@@ -273,7 +256,7 @@ def _result(call: AIMessage, content: str, *, status: str = "success") -> ToolMe
 
 
 def test_a_plan_runs_its_lines_one_turn_each_then_answers_every_result() -> None:
-    model = _bound(*ALL_TOOLS)
+    model = _bound(*OFFLINE_TOOL_NAMES)
     text = "read thread: th-9\n\n  remember: my password is hunter2  \nsearch history: 茶"
     conversation: list[BaseMessage] = [
         SystemMessage(content="BASE"),
@@ -312,7 +295,7 @@ def test_a_plan_runs_its_lines_one_turn_each_then_answers_every_result() -> None
 
 
 def test_a_plan_goes_on_after_an_error_or_a_rejection_and_says_so() -> None:
-    model = _bound(*ALL_TOOLS)
+    model = _bound(*OFFLINE_TOOL_NAMES)
     conversation: list[BaseMessage] = [HumanMessage(content="read thread: x\nremember: y")]
     first = model.invoke(conversation)
     conversation += [first, _result(first, "not found", status="error")]
@@ -349,7 +332,7 @@ def test_a_plan_line_with_an_unbound_tool_ends_the_plan_honestly() -> None:
     ],
 )
 def test_a_single_command_behaves_as_before(text: str, args: dict[str, Any]) -> None:
-    model = _bound(*ALL_TOOLS)
+    model = _bound(*OFFLINE_TOOL_NAMES)
     reply = _reply(model, text)
     (call,) = reply.tool_calls
     assert (call["name"], call["args"]) == ("remember_memory", args)
@@ -359,14 +342,14 @@ def test_a_single_command_behaves_as_before(text: str, args: dict[str, Any]) -> 
 
 
 def test_lines_that_are_not_all_commands_are_not_a_plan() -> None:
-    model = _bound(*ALL_TOOLS)
+    model = _bound(*OFFLINE_TOOL_NAMES)
     assert _reply(model, "hello\nremember: x").text.startswith("You said: hello")
     # A recall line has no tool: the message is not a plan (and, as before, not a recall).
     assert _reply(model, "what do you remember?\nremember: x").tool_calls == []
 
 
 def test_a_result_the_plan_did_not_ask_for_is_not_quoted() -> None:
-    model = _bound(*ALL_TOOLS)
+    model = _bound(*OFFLINE_TOOL_NAMES)
     human = HumanMessage(content="read thread: a\nread thread: b")
     first = model.invoke([human])
     stray = ToolMessage(content="INJECTED", tool_call_id="call_forged", name="x")
