@@ -123,35 +123,33 @@ class RunRenderer {
       this.bubble.classList.add('incomplete');
       this.bubble = null;
     }
-    if (status === 'completed' || status === 'failed' || status === 'interrupted') {
-      this.showUsage();
-    }
-    if (status === 'interrupted' && !this.sawInterrupt) {
-      try {
-        const run = await api('GET', runPath(this.runId));
-        markPending(this.runId);
-        showApproval(this.runId, run.output?.interrupt);
-      } catch (err) {
+    if (status !== 'completed' && status !== 'failed' && status !== 'interrupted') return;
+    // One read of the settled run: its usage, and the interrupt if the stream did not carry it.
+    let run;
+    try {
+      run = await api('GET', runPath(this.runId));
+    } catch (err) {
+      if (status === 'interrupted' && !this.sawInterrupt) {
         showError(`The run is waiting for approval, but it could not be loaded: ${describe(err)}`);
       }
+      return; // usage is a courtesy; the run itself is shown already
+    }
+    this.showUsage(run.usage);
+    if (status === 'interrupted' && !this.sawInterrupt) {
+      markPending(this.runId);
+      showApproval(this.runId, run.output?.interrupt);
     }
   }
 
   /** "N tokens · M model calls" under a settled run (the run view's `usage`). */
-  async showUsage() {
-    try {
-      const run = await api('GET', runPath(this.runId));
-      const usage = run.usage;
-      if (!usage || !usage.model_calls) return;
-      const calls = `${usage.model_calls} model call${usage.model_calls === 1 ? '' : 's'}`;
-      const tokens = `${Number(usage.total_tokens).toLocaleString()} tokens`;
-      appendToTranscript(el('div', {
-        class: 'run-note muted small', 'data-testid': 'run-usage', 'data-run-id': this.runId,
-        title: `${usage.input_tokens} in, ${usage.output_tokens} out`,
-      }, `${tokens} · ${calls}`));
-    } catch {
-      // usage is a courtesy; the run itself is shown already
-    }
+  showUsage(usage) {
+    if (!usage || !usage.model_calls) return;
+    const calls = `${usage.model_calls} model call${usage.model_calls === 1 ? '' : 's'}`;
+    const tokens = `${Number(usage.total_tokens).toLocaleString()} tokens`;
+    appendToTranscript(el('div', {
+      class: 'run-note muted small', 'data-testid': 'run-usage', 'data-run-id': this.runId,
+      title: `${usage.input_tokens} in, ${usage.output_tokens} out`,
+    }, `${tokens} · ${calls}`));
   }
 }
 
