@@ -23,7 +23,8 @@ from yuxi.api import (
     routes_threads,
 )
 from yuxi.api.errors import error_body, install_error_handlers
-from yuxi.bootstrap import Container
+from yuxi.api.live import LiveStreams
+from yuxi.bootstrap import Container, open_notifications, run_workers
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "web" / "static"
 
@@ -57,21 +58,27 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         pool: asyncio.Task[None] | None = None
-        if count > 0:
-            from yuxi.bootstrap import run_workers
-
-            pool = asyncio.create_task(run_workers(container, count, stop))
-        try:
-            yield
-        finally:
-            stop.set()
-            if pool is not None:
-                try:
-                    await asyncio.wait_for(pool, timeout=10)
-                except (TimeoutError, asyncio.CancelledError):
-                    pool.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await pool
+        # One LISTEN connection for the process: its streams, waiters and workers share it.
+        async with open_notifications(container) as hub:
+            live = LiveStreams(
+                hub, container.services, poll_seconds=container.settings.poll_seconds
+            )
+            live.start()
+            app.state.live = live
+            if count > 0:
+                pool = asyncio.create_task(run_workers(container, count, stop, notifications=hub))
+            try:
+                yield
+            finally:
+                stop.set()
+                if pool is not None:
+                    try:
+                        await asyncio.wait_for(pool, timeout=10)
+                    except (TimeoutError, asyncio.CancelledError):
+                        pool.cancel()
+                        with contextlib.suppress(asyncio.CancelledError, Exception):
+                            await pool
+                await live.aclose()
 
     app = FastAPI(
         title="Yuxi Memory",

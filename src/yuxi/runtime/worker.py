@@ -9,6 +9,12 @@ by the heartbeat cancels the task too, and then the worker records ``cancelled``
 A run still going after ``YUXI_RUN_TIMEOUT_SECONDS`` is cancelled the same way and recorded as
 failed with ``run_timeout``.
 
+An idle worker does not poll: it sleeps until the process's listener
+(:mod:`yuxi.db.notifications`) hears of a new pending run, and only every ``poll_seconds``
+(``YUXI_POLL_SECONDS``) looks by itself — the safety net that makes a lost notification a delay,
+never a lost run — and reconciles expired leases. A cancel request is heard the same way: the
+running run's heartbeat beats at once instead of at its next interval.
+
 The worker talks to storage only through :class:`~yuxi.services.run_service.RunService`.
 """
 
@@ -19,7 +25,9 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
 from yuxi.identity import RunIdentity
 from yuxi.runtime.agent_runtime import AgentRuntime
 from yuxi.runtime.executor import RunExecutor
@@ -27,6 +35,9 @@ from yuxi.services.run_service import ClaimedRun, LeaseLost
 from yuxi.services.service_set import Services
 from yuxi.vocabulary import RUN_TIMEOUT
 from yuxi.workspace.filesystem import Workspace
+
+if TYPE_CHECKING:
+    from yuxi.db.notifications import Notifications, Subscription
 
 _log = logging.getLogger(__name__)
 
@@ -37,6 +48,10 @@ class WorkerStats:
     finished: int = 0
     lost: int = 0
     reconciled: int = 0
+    #: Idle waits ended by a notification (or a listener reconnect), not by the safety poll.
+    woken: int = 0
+    #: Idle waits ended by the safety poll's timer.
+    polled: int = 0
 
 
 class Worker:
@@ -48,8 +63,10 @@ class Worker:
         *,
         heartbeat_seconds: float,
         name: str = "worker",
+        notifications: Notifications | None = None,
     ) -> None:
         self.heartbeat_seconds = heartbeat_seconds
+        self.notifications = notifications
         self.run_timeout_seconds = runtime.limits.timeout_seconds
         self.runs = services.runs
         self.executor = RunExecutor(services, runtime, workspaces)
@@ -126,8 +143,26 @@ class Worker:
     async def _heartbeat(
         self, identity: RunIdentity, task: asyncio.Task[None], why: list[str]
     ) -> None:
+        hub = self.notifications
+        cancels = None if hub is None else hub.subscribe(RUN_CANCEL, identity.run_id)
+        try:
+            await self._beat_until_done(identity, task, why, cancels)
+        finally:
+            if cancels is not None:
+                cancels.close()
+
+    async def _beat_until_done(
+        self,
+        identity: RunIdentity,
+        task: asyncio.Task[None],
+        why: list[str],
+        cancels: Subscription | None,
+    ) -> None:
         while not task.done():
-            await asyncio.sleep(self.heartbeat_seconds)
+            if cancels is None:
+                await asyncio.sleep(self.heartbeat_seconds)
+            else:  # a cancel request beats at once; the renewal reads it
+                await cancels.wait(self.heartbeat_seconds)
             try:
                 beat = await self.runs.heartbeat(identity)
             except Exception:  # a failed renewal is retried until the lease runs out
@@ -142,15 +177,46 @@ class Worker:
                 task.cancel()
                 return
 
-    async def run_forever(self, stop: asyncio.Event, *, poll_seconds: float = 0.2) -> None:
-        while not stop.is_set():
-            try:
-                worked = await self.run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                _log.exception("%s: unexpected error; continuing", self.name)
-                worked = False
-            if not worked:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=poll_seconds)
+    async def run_forever(self, stop: asyncio.Event, *, poll_seconds: float = 5.0) -> None:
+        """Claim and execute runs until ``stop`` is set. Idle, it waits for a pending-run
+        notification; every ``poll_seconds`` it reconciles and looks for work by itself."""
+        hub = self.notifications
+        pending = None if hub is None else hub.subscribe(RUN_PENDING)
+        loop = asyncio.get_running_loop()
+        next_reconcile = loop.time()
+        try:
+            while not stop.is_set():
+                try:
+                    if loop.time() >= next_reconcile:
+                        next_reconcile = loop.time() + poll_seconds
+                        await self.reconcile()
+                    claimed = await self.claim()
+                    if claimed is not None:
+                        await self.execute_claimed(claimed)
+                        continue  # there may be more: look again at once
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    _log.exception("%s: unexpected error; continuing", self.name)
+                await self._idle(stop, pending, max(0.0, next_reconcile - loop.time()))
+        finally:
+            if pending is not None:
+                pending.close()
+
+    async def _idle(
+        self, stop: asyncio.Event, pending: Subscription | None, seconds: float
+    ) -> None:
+        """Until ``stop``, a pending-run notification or ``seconds`` have passed."""
+        waits: list[asyncio.Future[bool]] = [asyncio.ensure_future(stop.wait())]
+        if pending is not None:
+            waits.append(asyncio.ensure_future(pending.wait(None)))
+        try:
+            done, _ = await asyncio.wait(waits, timeout=seconds, return_when="FIRST_COMPLETED")
+        finally:
+            for future in waits:
+                future.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+        if pending is not None and waits[1] in done:
+            self.stats.woken += 1
+        elif not done:
+            self.stats.polled += 1

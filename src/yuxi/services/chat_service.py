@@ -284,6 +284,15 @@ class ChatService:
                 raise NotFound("run not found")
             return await uow.events.list_after(run_id, after_seq, limit)
 
+    async def latest_event_seqs(self, run_ids: list[str]) -> dict[str, int]:
+        """The last event seq of each given run, in one query, for the process's own safety
+        net over its open event streams (it tells a stream to re-read; nothing of it reaches a
+        client, so there is no owner to check here — the re-read checks it)."""
+        if not run_ids:
+            return {}
+        async with self._uow() as uow:
+            return await uow.events.latest_seqs(run_ids)
+
     async def thread_runs(self, uid: str, thread_id: str) -> list[AgentRun]:
         """The thread's top-level runs (no SubAgent runs), oldest first; another user's
         thread is NotFound."""
