@@ -48,6 +48,7 @@ def live_server(settings: Settings, tmp_path: Path) -> Iterator[LiveServer]:
         "YUXI_WORKERS": os.environ.get("YUXI_TEST_SERVER_WORKERS", "4"),
         "YUXI_HEARTBEAT_SECONDS": "2",
         "YUXI_LEASE_SECONDS": "10",
+        "YUXI_POLL_SECONDS": os.environ.get("YUXI_TEST_SERVER_POLL_SECONDS", "5"),
     }
     with log_path.open("wb") as log:
         proc = subprocess.Popen(

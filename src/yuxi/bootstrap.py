@@ -44,6 +44,7 @@ __all__ = [
     "Services",
     "bootstrap",
     "build_worker",
+    "new_notifications",
     "open_agent_runtime",
     "open_notifications",
     "resolve_database_url",
@@ -150,11 +151,16 @@ async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime
         )
 
 
+def new_notifications(container: Container) -> Notifications:
+    """A listener for this process, not started yet (:meth:`Notifications.start`)."""
+    return Notifications(container.database_url, ping_seconds=container.settings.poll_seconds)
+
+
 @asynccontextmanager
 async def open_notifications(container: Container) -> AsyncIterator[Notifications]:
     """The process's one LISTEN connection (``yuxi.db.notifications``), listening on exit of
     the ``async with`` line (or retrying in the background), closed at the end."""
-    hub = Notifications(container.database_url, ping_seconds=container.settings.poll_seconds)
+    hub = new_notifications(container)
     await hub.start()
     try:
         yield hub
