@@ -84,7 +84,8 @@ async def test_a_stream_ends_on_revocation_and_on_expiry_without_the_poll(
     async with container.session_factory() as s, s.begin():
         await s.execute(
             text(
-                "UPDATE api_tokens SET expires_at = now() + interval '4 seconds' WHERE token_hash = :h"
+                "UPDATE api_tokens SET expires_at = now() + interval '4 seconds' "
+                "WHERE token_hash = :h"
             ),
             {"h": hashlib.sha256(expiring_token.encode()).hexdigest()},
         )
