@@ -153,7 +153,7 @@ async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime
 
 def new_notifications(container: Container) -> Notifications:
     """A listener for this process, not started yet (:meth:`Notifications.start`)."""
-    return Notifications(container.database_url, ping_seconds=container.settings.poll_seconds)
+    return Notifications(container.database_url, keepalive_seconds=container.settings.poll_seconds)
 
 
 @asynccontextmanager
@@ -198,6 +198,8 @@ async def run_workers(
 ) -> None:
     """A pool of ``count`` workers in this process until ``stop`` is set, woken by the
     process's listener (``notifications``; one is opened here when none is given)."""
+    from yuxi.runtime.worker import run_pool  # the agent stack loads only where runs execute
+
     async with contextlib.AsyncExitStack() as stack:
         if notifications is None:
             notifications = await stack.enter_async_context(open_notifications(container))
@@ -206,5 +208,9 @@ async def run_workers(
             build_worker(container, runtime, name=f"worker-{i}", notifications=notifications)
             for i in range(count)
         ]
-        poll = container.settings.poll_seconds
-        await asyncio.gather(*(w.run_forever(stop, poll_seconds=poll) for w in workers))
+        await run_pool(
+            workers,
+            stop,
+            notifications=notifications,
+            poll_seconds=container.settings.poll_seconds,
+        )

@@ -24,7 +24,7 @@ from yuxi.db.notifications import (
     Notifications,
 )
 from yuxi.runtime.executor import RunExecutor
-from yuxi.runtime.worker import Worker
+from yuxi.runtime.worker import Worker, run_pool
 from yuxi.services.run_service import ClaimedRun
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
@@ -129,7 +129,7 @@ async def test_a_notification_lost_while_the_listener_is_down_only_delays(
         )
         return conn
 
-    hub = Notifications(container.database_url, ping_seconds=NEVER, connect=connect)
+    hub = Notifications(container.database_url, keepalive_seconds=NEVER, connect=connect)
     await hub.start()
     try:
         uid = await make_user(container)
@@ -231,3 +231,40 @@ async def test_a_cancel_request_reaches_the_running_worker_at_once(
         await asyncio.wait_for(started.wait(), SETTLE_SECONDS)
         await container.services.chat.cancel(uid, run_id)
         assert await _settled(container, uid, run_id) == "cancelled"
+
+
+async def test_the_pool_safety_net_runs_the_work_when_no_notification_comes(
+    container: Container,
+) -> None:
+    """A listener that never gets to LISTEN: every notification is lost. The pool's one
+    safety poll (reconcile + one idle worker's look) still runs each run, and a worker that
+    found work wakes its sibling for the next."""
+    never = asyncio.Event()
+
+    async def connect() -> psycopg.AsyncConnection[object]:
+        await never.wait()
+        raise AssertionError("unreachable")
+
+    hub = Notifications(container.database_url, keepalive_seconds=NEVER, connect=connect)
+    await hub.start(wait_seconds=0)
+    uid = await make_user(container)
+    try:
+        async with open_agent_runtime(container) as runtime:
+            workers = [
+                build_worker(container, runtime, name=f"pool-{i}", notifications=hub)
+                for i in range(2)
+            ]
+            stop = asyncio.Event()
+            pool = asyncio.create_task(run_pool(workers, stop, notifications=hub, poll_seconds=0.3))
+            try:
+                run_ids = [await _submit(container, uid, f"hello {i}") for i in range(3)]
+                for run_id in run_ids:
+                    assert await _settled(container, uid, run_id) == "completed"
+            finally:
+                stop.set()
+                await asyncio.wait_for(pool, 10)
+        assert not hub.stats.connected and hub.stats.received == 0
+        assert sum(w.stats.claimed for w in workers) == 3
+        assert all(w.stats.polled == 0 for w in workers)  # nobody polls on its own
+    finally:
+        await hub.aclose()

@@ -15,8 +15,8 @@ read.
 
 Losing the connection loses the notifications sent meanwhile. So the listener reconnects with
 backoff and, once listening again, wakes **every** subscriber, who re-reads: a lost
-notification delays work, it never loses it. While connected, it pings its connection every
-``ping_seconds`` so that a silently dead connection is noticed too.
+notification delays work, it never loses it. TCP keepalives (idle for ``keepalive_seconds``) notice
+a silently dead connection without costing a transaction.
 """
 
 from __future__ import annotations
@@ -114,9 +114,11 @@ class Subscription:
 class Notifications:
     """The process's one LISTEN connection and its subscribers."""
 
-    def __init__(self, url: str, *, ping_seconds: float, connect: Connect | None = None) -> None:
+    def __init__(
+        self, url: str, *, keepalive_seconds: float, connect: Connect | None = None
+    ) -> None:
         self._url = url
-        self._ping_seconds = ping_seconds
+        self._keepalive_seconds = keepalive_seconds
         self._connect = connect or self._default_connect
         self._subs: defaultdict[tuple[str, str | None], set[Subscription]] = defaultdict(set)
         self._task: asyncio.Task[None] | None = None
@@ -125,8 +127,17 @@ class Notifications:
         self.stats = ListenerStats()
 
     async def _default_connect(self) -> psycopg.AsyncConnection[object]:
+        # TCP keepalives, not a ping query, find a silently dead connection: a listener that
+        # costs a transaction every few seconds would be most of an idle server's load.
+        idle = max(1, int(self._keepalive_seconds))
         conn: psycopg.AsyncConnection[object] = await psycopg.AsyncConnection.connect(
-            self._url, autocommit=True, application_name="yuxi-listener"
+            self._url,
+            autocommit=True,
+            application_name="yuxi-listener",
+            keepalives=1,
+            keepalives_idle=idle,
+            keepalives_interval=idle,
+            keepalives_count=3,
         )
         return conn
 
@@ -158,6 +169,13 @@ class Notifications:
         for key in (payload, None):
             for sub in list(self._subs.get((channel, key), ())):
                 sub.wake()
+
+    def wake_channel(self, channel: str) -> None:
+        """Wake every subscriber of ``channel`` in this process (no database involved)."""
+        for (ch, _), subs in list(self._subs.items()):
+            if ch == channel:
+                for sub in list(subs):
+                    sub.wake()
 
     def wake_all(self) -> None:
         """Every subscriber re-reads (after a reconnect: notifications may have been lost)."""
@@ -222,8 +240,5 @@ class Notifications:
             backoff = min(backoff * 2, _BACKOFF_MAX)
 
     async def _listen(self, conn: psycopg.AsyncConnection[object]) -> None:
-        while True:
-            async for note in conn.notifies(timeout=self._ping_seconds):
-                self.dispatch(note.channel, note.payload)
-            # A quiet interval: make sure the connection is still there (a dead one raises).
-            await conn.execute("SELECT 1")
+        async for note in conn.notifies():  # a lost connection raises
+            self.dispatch(note.channel, note.payload)

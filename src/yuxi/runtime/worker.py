@@ -67,6 +67,8 @@ class Worker:
     ) -> None:
         self.heartbeat_seconds = heartbeat_seconds
         self.notifications = notifications
+        self.idle = False
+        self._pending: Subscription | None = None
         self.run_timeout_seconds = runtime.limits.timeout_seconds
         self.runs = services.runs
         self.executor = RunExecutor(services, runtime, workspaces)
@@ -177,42 +179,57 @@ class Worker:
                 task.cancel()
                 return
 
-    async def run_forever(self, stop: asyncio.Event, *, poll_seconds: float = 5.0) -> None:
+    async def run_forever(self, stop: asyncio.Event, *, poll_seconds: float | None = 5.0) -> None:
         """Claim and execute runs until ``stop`` is set. Idle, it waits for a pending-run
-        notification; every ``poll_seconds`` it reconciles and looks for work by itself."""
+        notification (or a :meth:`poke`); with ``poll_seconds`` it also reconciles and looks
+        for work by itself that often (``None``: a pool's :func:`run_pool` does that for it)."""
         hub = self.notifications
         pending = None if hub is None else hub.subscribe(RUN_PENDING)
+        self._pending = pending
         loop = asyncio.get_running_loop()
         next_reconcile = loop.time()
         try:
             while not stop.is_set():
                 try:
-                    if loop.time() >= next_reconcile:
+                    if poll_seconds is not None and loop.time() >= next_reconcile:
                         next_reconcile = loop.time() + poll_seconds
                         await self.reconcile()
                     claimed = await self.claim()
                     if claimed is not None:
+                        if hub is not None:  # there may be more: idle siblings look too
+                            hub.wake_channel(RUN_PENDING)
                         await self.execute_claimed(claimed)
-                        continue  # there may be more: look again at once
+                        continue  # and so do we, at once
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     _log.exception("%s: unexpected error; continuing", self.name)
-                await self._idle(stop, pending, max(0.0, next_reconcile - loop.time()))
+                wait = None if poll_seconds is None else max(0.0, next_reconcile - loop.time())
+                await self._idle(stop, pending, wait)
         finally:
+            self._pending = None
             if pending is not None:
                 pending.close()
 
+    def poke(self) -> bool:
+        """Make this worker look for work now if it is idle; False when it is not."""
+        if not self.idle or self._pending is None:
+            return False
+        self._pending.wake()
+        return True
+
     async def _idle(
-        self, stop: asyncio.Event, pending: Subscription | None, seconds: float
+        self, stop: asyncio.Event, pending: Subscription | None, seconds: float | None
     ) -> None:
         """Until ``stop``, a pending-run notification or ``seconds`` have passed."""
         waits: list[asyncio.Future[bool]] = [asyncio.ensure_future(stop.wait())]
         if pending is not None:
             waits.append(asyncio.ensure_future(pending.wait(None)))
+        self.idle = True
         try:
             done, _ = await asyncio.wait(waits, timeout=seconds, return_when="FIRST_COMPLETED")
         finally:
+            self.idle = False
             for future in waits:
                 future.cancel()
             await asyncio.gather(*waits, return_exceptions=True)
@@ -220,3 +237,33 @@ class Worker:
             self.stats.woken += 1
         elif not done:
             self.stats.polled += 1
+
+
+async def run_pool(
+    workers: list[Worker],
+    stop: asyncio.Event,
+    *,
+    notifications: Notifications | None,
+    poll_seconds: float,
+) -> None:
+    """Run ``workers`` until ``stop``. With a listener, the safety net is the pool's, not each
+    worker's: every ``poll_seconds`` one reconcile and one idle worker's look for work — two
+    transactions per process however many workers it has; a worker that finds work wakes its
+    idle siblings. Without a listener every worker polls by itself."""
+    if notifications is None or not workers:
+        await asyncio.gather(*(w.run_forever(stop, poll_seconds=poll_seconds) for w in workers))
+        return
+
+    async def safety_net() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), poll_seconds)
+            if stop.is_set():
+                return
+            try:
+                await workers[0].reconcile()
+            except Exception:
+                _log.warning("reconcile failed; retrying at the next poll", exc_info=True)
+            next(iter(w for w in workers if w.poke()), None)
+
+    await asyncio.gather(*(w.run_forever(stop, poll_seconds=None) for w in workers), safety_net())
