@@ -53,6 +53,9 @@ STREAM_LEVELS = (0, 100, 1000)
 #: Runs the open streams follow (spread over this many users, one token each).
 HELD_RUNS = 20
 HELD_USERS = 5
+#: Before an idle window: a backend reports its transactions to pg_stat_database up to ~10 s
+#: late when it goes quiet, and a burst of work leaves autovacuum something to do.
+SETTLE_SECONDS = 12.0
 GOAL_RATIO_P50 = 2.0
 GOAL_IDLE_TPS = 2.0
 
@@ -200,9 +203,10 @@ async def _floor_run(
             (run_id, seq, kind, Jsonb(data)),
         )
 
+    # A type no worker claims (the server's workers are running): the same row otherwise.
     await conn.execute(
         "INSERT INTO agent_runs (id, uid, conversation_thread_id, request_id, run_type, status,"
-        " input_payload) VALUES (%s, %s, %s, %s, 'chat', 'pending', %s)",
+        " input_payload) VALUES (%s, %s, %s, %s, 'subagent', 'pending', %s)",
         (run_id, uid, thread, run_id, Jsonb({"input": "hello"})),
     )
     await conn.execute(
@@ -274,13 +278,34 @@ _COPY_WRITES = (
 )
 
 
+_PHASES = """
+SELECT extract(epoch FROM r.started_at - r.created_at) * 1000,
+       extract(epoch FROM (SELECT min(e.created_at) FROM run_events e
+                           WHERE e.run_id = r.id AND e.event_type = 'token') - r.started_at) * 1000,
+       extract(epoch FROM r.finished_at - r.started_at) * 1000
+FROM agent_runs r WHERE r.id = ANY(%s)
+"""
+
+
+async def _phases(conn: psycopg.AsyncConnection[Any], run_ids: list[str]) -> dict[str, Any]:
+    """Where the ``ours`` runs spent their time, by the database's clock (transaction start
+    times): submit → claim (the wake-up), claim → first token event, claim → finished."""
+    rows = await (await conn.execute(_PHASES, (run_ids,))).fetchall()
+    await conn.commit()
+    names = ("submit_to_claim", "claim_to_first_token", "claim_to_finished")
+    return {
+        name: summarize([float(row[i]) for row in rows if row[i] is not None])
+        for i, name in enumerate(names)
+    }
+
+
 # -- idle cost ----------------------------------------------------------------------------------
 
 
 async def _idle_tps(url: str, seconds: float) -> dict[str, float]:
     """Transactions/s on the database over ``seconds``, the sampler's own one taken out."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await asyncio.sleep(2.0)  # let earlier work's statistics reach pg_stat_database
+        await asyncio.sleep(SETTLE_SECONDS)  # earlier work and its statistics settle
         before = (await (await conn.execute(_XACTS)).fetchone() or (0,))[0]
         t0 = time.perf_counter()
         await asyncio.sleep(seconds)
@@ -364,6 +389,7 @@ async def run_b6(
     held = await _hold_runs(env)
     issued = await c.services.users.create_user(f"b6-{uuid.uuid4().hex[:8]}")
     samples: dict[str, list[float]] = {f"{v}_{k}": [] for v in VARIANTS for k in ("first", "done")}
+    ours_runs: list[str] = []
     async with (
         _Server(env) as server,
         httpx.AsyncClient(
@@ -404,6 +430,8 @@ async def run_b6(
                     resp.raise_for_status()
                     token_at, end = await _sse(client, resp.json()["run_id"])
                     first = token_at or end
+                    if r >= warmup:
+                        ours_runs.append(resp.json()["run_id"])
                 else:
                     thread = await _thread(client)
                     t0 = time.perf_counter()
@@ -417,6 +445,7 @@ async def run_b6(
                     samples[f"{name}_first"].append((first - t0) * 1000)
                     samples[f"{name}_done"].append((end - t0) * 1000)
 
+        phases = await _phases(conn, ours_runs)
         idle: dict[str, Any] = {}
         for count in stream_levels:
             clients, tasks = await _open_streams(server.base_url, held, count)
@@ -444,6 +473,7 @@ async def run_b6(
         "run_shape": shape,
         "stats_ms": stats,
         "ratios": ratios,
+        "phases_ms": phases,
         "idle": idle,
         "idle_window_s": idle_seconds,
         "goals": {"ratio_p50": GOAL_RATIO_P50, "idle_tps": GOAL_IDLE_TPS},

@@ -4,12 +4,12 @@ No stream polls the database on its own. Each open stream is a :class:`StreamWat
 on a :class:`~yuxi.db.notifications.Subscription` to its run's events and re-reads the table
 only when woken. One sweeper task per process is the safety net for all of them together:
 
-* **tokens** — when a revocation is notified, when the earliest token among the open streams
-  reaches its expiry (computed from the database's own ``expires_at - now()``), when a stream
-  opens, and every ``poll_seconds``, it checks every open stream's token in **one** query and
-  ends the streams whose token no longer authenticates the same user;
-* **events** — every ``poll_seconds`` it reads the last event seq of every watched run in
-  **one** query and wakes the streams that are behind (a lost notification only delays them).
+* when a revocation is notified, when the earliest token among the open streams reaches its
+  expiry (computed from the database's own ``expires_at - now()``), when a stream opens, and
+  every ``poll_seconds``, it reads in **one** transaction every open stream's token standing
+  and the last event seq of every watched run;
+* it ends the streams whose token no longer authenticates the same user, and wakes the ones
+  whose run has events they have not sent (a lost notification only delays them).
 
 With no stream open the sweeper makes no query at all.
 """
@@ -64,9 +64,8 @@ class LiveStreams:
         self._streams: set[StreamWatch] = set()
         self._kick = hub.subscribe(TOKENS_REVOKED)
         self._task: asyncio.Task[None] | None = None
-        #: Batched checks made (tokens, event seqs): what the safety net costs.
-        self.token_sweeps = 0
-        self.seq_sweeps = 0
+        #: Batched checks made (tokens and event seqs together): what the safety net costs.
+        self.sweeps = 0
 
     def start(self) -> None:
         if self._task is None:
@@ -100,32 +99,31 @@ class LiveStreams:
     async def _sweep_forever(self) -> None:
         loop = asyncio.get_running_loop()
         next_expiry: float | None = None
-        next_seq_check = loop.time() + self.poll_seconds
         while True:
-            until = min(next_seq_check, next_expiry if next_expiry is not None else next_seq_check)
+            until = loop.time() + self.poll_seconds
+            if next_expiry is not None:
+                until = min(until, next_expiry)
             await self._kick.wait(max(0.0, until - loop.time()))
             if not self._streams:
                 next_expiry = None
-                next_seq_check = loop.time() + self.poll_seconds
                 continue
             try:
-                next_expiry = await self._check_tokens()
-                if loop.time() >= next_seq_check:
-                    next_seq_check = loop.time() + self.poll_seconds
-                    await self._check_seqs()
+                next_expiry = await self._sweep()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database is away: try again at the next interval
                 _log.warning("stream sweep failed", exc_info=True)
                 next_expiry = None
-                next_seq_check = loop.time() + self.poll_seconds
 
-    async def _check_tokens(self) -> float | None:
-        """End the streams whose token no longer authenticates their user; when the next
-        still-valid token expires (loop time), if any does."""
+    async def _sweep(self) -> float | None:
+        """One query for every open stream: end those whose token no longer authenticates
+        their user, wake those whose run has events they have not sent. Returns when the
+        earliest still-valid token expires (loop time), if any does."""
         streams = list(self._streams)
-        standings = await self._services.users.token_standings(sorted({s.token for s in streams}))
-        self.token_sweeps += 1
+        standings, latest = await self._services.chat.stream_state(
+            sorted({s.token for s in streams}), sorted({s.run_id for s in streams})
+        )
+        self.sweeps += 1
         now = asyncio.get_running_loop().time()
         earliest: float | None = None
         for stream in streams:
@@ -134,21 +132,13 @@ class LiveStreams:
                 stream.ended = True
                 stream.sub.wake()
                 continue
+            if latest.get(stream.run_id, 0) > stream.seen:
+                stream.sub.wake()
             left = standing[1]
             if left is not None:
                 at = now + max(0.0, left) + 0.05  # just past it, so the database agrees
                 earliest = at if earliest is None else min(earliest, at)
         return earliest
-
-    async def _check_seqs(self) -> None:
-        streams = [s for s in self._streams if not s.ended]
-        if not streams:
-            return
-        latest = await self._services.chat.latest_event_seqs(sorted({s.run_id for s in streams}))
-        self.seq_sweeps += 1
-        for stream in streams:
-            if latest.get(stream.run_id, 0) > stream.seen:
-                stream.sub.wake()
 
 
 def get_live(request: Request) -> LiveStreams:

@@ -15,6 +15,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from yuxi.db.models import ApiToken, LoginCode
 from yuxi.db.notifications import TOKENS_REVOKED
+from yuxi.limits import CREDENTIAL_MAX_CHARS
 from yuxi.repositories._notify import notify
 from yuxi.vocabulary import LOGIN_CODE_PREFIX, TOKEN_PREFIX
 
@@ -81,7 +82,9 @@ class TokenRepository:
     async def standings(self, tokens: Sequence[str]) -> dict[str, tuple[str, float | None]]:
         """For each valid token among ``tokens``: its owner and the seconds it has left by
         the database clock (None: no expiry). One statement however many tokens."""
-        by_hash = {hash_credential(t): t for t in tokens}
+        by_hash = {
+            hash_credential(t): t for t in tokens if t.isascii() and len(t) <= CREDENTIAL_MAX_CHARS
+        }
         rows = await self.session.execute(
             select(
                 ApiToken.token_hash,

@@ -12,7 +12,7 @@ re-reads it under the memory lock); this service is the user's side: viewing and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -169,16 +169,6 @@ class UserService:
             TokenView(t.id, t.label, t.created_at, t.expires_at, t.revoked_at, bool(active))
             for t, active in rows
         ]
-
-    async def token_standings(self, tokens: Sequence[str]) -> dict[str, tuple[str, float | None]]:
-        """Which of ``tokens`` still authenticate: token → (uid, seconds left, None = no
-        expiry), in one query (the open event streams of a process are checked together).
-        A token missing from the answer is revoked, expired or unknown."""
-        wanted = [t for t in tokens if _well_formed(t)]
-        if not wanted:
-            return {}
-        async with self._uow() as uow:
-            return await uow.tokens.standings(wanted)
 
     async def revoke_tokens(self, uid: str, token_id: int | None = None) -> list[int]:
         """Revoke every token of ``uid`` (or only ``token_id``, which must be theirs); the ids
