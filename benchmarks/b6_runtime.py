@@ -302,10 +302,10 @@ async def _phases(conn: psycopg.AsyncConnection[Any], run_ids: list[str]) -> dic
 # -- idle cost ----------------------------------------------------------------------------------
 
 
-async def _idle_tps(url: str, seconds: float) -> dict[str, float]:
+async def _idle_tps(url: str, seconds: float, settle: float) -> dict[str, float]:
     """Transactions/s on the database over ``seconds``, the sampler's own one taken out."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await asyncio.sleep(SETTLE_SECONDS)  # earlier work and its statistics settle
+        await asyncio.sleep(settle)  # earlier work and its statistics settle
         before = (await (await conn.execute(_XACTS)).fetchone() or (0,))[0]
         t0 = time.perf_counter()
         await asyncio.sleep(seconds)
@@ -384,6 +384,7 @@ async def run_b6(
     warmup: int,
     idle_seconds: float,
     stream_levels: tuple[int, ...] = STREAM_LEVELS,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> dict[str, Any]:
     c = env.container
     held = await _hold_runs(env)
@@ -450,7 +451,7 @@ async def run_b6(
         for count in stream_levels:
             clients, tasks = await _open_streams(server.base_url, held, count)
             try:
-                idle[str(count)] = await _idle_tps(env.database_url, idle_seconds)
+                idle[str(count)] = await _idle_tps(env.database_url, idle_seconds, settle_seconds)
             finally:
                 await _close_streams(clients, tasks)
 
