@@ -89,7 +89,8 @@ def configure_logging(
     log_format: str, *, redact: Callable[[str], str] | None = None, level: int = logging.INFO
 ) -> bool:
     """For ``json``: one stderr handler on the root logger (replacing any), JSON lines with the
-    run context, at ``level``; every logger (uvicorn's included) propagates to it. For ``text``
+    run context, at ``level``; every logger (uvicorn's and Python warnings included) propagates
+    to it. For ``text``
     nothing changes. True when JSON logging is on (uvicorn must then not configure its own)."""
     if log_format not in LOG_FORMATS:
         raise ValueError(f"log format must be one of {LOG_FORMATS}, got {log_format!r}")
@@ -107,4 +108,5 @@ def configure_logging(
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+    logging.captureWarnings(True)  # a library's warning becomes a JSON line too
     return True
