@@ -13,6 +13,7 @@ from sse_starlette.sse import EventSourceResponse
 from yuxi.api.deps import BearerTokenDep, ServicesDep, UidDep
 from yuxi.api.schemas import ResumeBody, RunCreate, RunList
 from yuxi.errors import Unauthorized
+from yuxi.observability.metrics import track_open
 from yuxi.services.chat_service import ChatService
 from yuxi.services.chat_views import RunSummary, run_view
 from yuxi.services.user_service import UserService
@@ -172,4 +173,5 @@ async def run_events(
                     return
                 await asyncio.sleep(POLL_SECONDS)
 
-    return EventSourceResponse(stream(), ping=15)
+    open_streams = request.app.state.container.metrics.sse_streams_open
+    return EventSourceResponse(track_open(open_streams, stream()), ping=15)
