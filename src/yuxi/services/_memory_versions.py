@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from yuxi.db.models import MemoryVersion
 from yuxi.limits import MEMORY_VERSIONS_KEEP, MEMORY_VERSIONS_MAX_BYTES
+from yuxi.repositories.memory_version_repository import EMPTY_SHA256, Quota
 from yuxi.services.unit_of_work import UnitOfWork
 from yuxi.workspace.filesystem import etag_for
 
@@ -29,6 +30,7 @@ __all__ = [
     "EMPTY_SHA256",
     "CurrentFile",
     "Provenance",
+    "Quota",
     "new_version_id",
     "record_change",
     "sha256_hex",
@@ -37,9 +39,6 @@ __all__ = [
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-EMPTY_SHA256 = sha256_hex(b"")
 
 
 def new_version_id() -> str:
@@ -92,39 +91,49 @@ async def record_change(
     kind: str,
     provenance: Provenance = NO_PROVENANCE,
     target_version_id: str | None = None,
+    quota: Quota | None = None,
 ) -> MemoryVersion:
-    """Record the change ``current`` → ``result`` (repairing a gap first); returns the row."""
+    """Record the change ``current`` → ``result`` (repairing a gap first), count ``quota`` and
+    apply retention; returns the row.
+
+    The steady state is one statement (:meth:`MemoryVersionRepository.record`): it inserts only
+    if the newest version is ``current``. If it is not (the history fell behind the file), the
+    file as it is on disk is recorded first as ``system`` / ``recovered`` and the statement is
+    run again.
+    """
     repo = uow.memory_versions
+    version = MemoryVersion(
+        version_id=new_version_id(),
+        uid=uid,
+        actor=actor,
+        kind=kind,
+        run_id=provenance.run_id,
+        thread_id=provenance.thread_id,
+        message_id=provenance.message_id,
+        tool_call_id=provenance.tool_call_id,
+        target_version_id=target_version_id,
+        sha256=sha256_hex(result),
+        size=len(result),
+        parent_sha256=current.sha256,
+        content=result.decode("utf-8"),
+    )
+    limits = {"keep": MEMORY_VERSIONS_KEEP, "max_bytes": MEMORY_VERSIONS_MAX_BYTES}
+    recorded = await repo.record(version, quota=quota, **limits)
+    if recorded is not None:
+        return recorded
     known = await repo.newest_sha256(uid) or EMPTY_SHA256
-    if current.sha256 != known:
-        await repo.add(
-            MemoryVersion(
-                version_id=new_version_id(),
-                uid=uid,
-                actor="system",
-                kind="recovered",
-                sha256=current.sha256,
-                size=len(current.data),
-                parent_sha256=known,
-                content=current.recordable_text(),
-            )
-        )
-    version = await repo.add(
+    await repo.add(
         MemoryVersion(
             version_id=new_version_id(),
             uid=uid,
-            actor=actor,
-            kind=kind,
-            run_id=provenance.run_id,
-            thread_id=provenance.thread_id,
-            message_id=provenance.message_id,
-            tool_call_id=provenance.tool_call_id,
-            target_version_id=target_version_id,
-            sha256=sha256_hex(result),
-            size=len(result),
-            parent_sha256=current.sha256,
-            content=result.decode("utf-8"),
+            actor="system",
+            kind="recovered",
+            sha256=current.sha256,
+            size=len(current.data),
+            parent_sha256=known,
+            content=current.recordable_text(),
         )
     )
-    await repo.prune(uid, keep=MEMORY_VERSIONS_KEEP, max_bytes=MEMORY_VERSIONS_MAX_BYTES)
-    return version
+    recorded = await repo.record(version, quota=quota, **limits)
+    assert recorded is not None, "the recovered version is the newest under the lock"
+    return recorded
