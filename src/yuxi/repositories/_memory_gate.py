@@ -4,9 +4,8 @@
 
 1. ``pg_advisory_xact_lock(hashtextextended('user-memory:' || uid, 0))`` as an uncorrelated
    sub-select in ``WHERE``: PostgreSQL evaluates it as a one-time filter *before* the scan, so
-   the advisory lock is always taken before any row lock of the statement (the order every
-   same-uid writer uses, so two writers of one run cannot deadlock), and held until the
-   caller's transaction ends;
+   the advisory lock is taken before any row of the statement is read or locked (the same
+   order as the separate statements it replaces), and held until the caller's transaction ends;
 2. ``SELECT … FOR UPDATE`` of the AgentRun: its lease and quota cannot change under the write;
    a row changed while this statement waited for the lock is re-read at its newest version;
 3. the memory switch, ``FOR SHARE`` in a sub-select: a switch turned off while this statement
@@ -21,9 +20,9 @@ clock, ``now()``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Any
 
-from sqlalchemy import Row, Select, func, literal, select
+from sqlalchemy import Row, Select, String, bindparam, func, literal, select
 
 from yuxi.db.models import AgentRun, Conversation, UserConfig
 from yuxi.identity import RunIdentity
@@ -47,47 +46,53 @@ class MemoryWriteAuthorization:
     memory_enabled: bool = False
 
 
-def _user_memory_key(uid: str) -> Any:
-    return func.hashtextextended(literal("user-memory:") + literal(uid), 0)
+def _user_memory_key(uid: Any) -> Any:
+    return func.hashtextextended(literal("user-memory:") + uid, 0)
 
 
-def lock_user_memory(uid: str) -> Select[Unpack[tuple[Any, ...]]]:
+def lock_user_memory(uid: str) -> Select[*tuple[Any, ...]]:
     """The per-uid memory lock every MEMORY.md writer takes; released at transaction end."""
-    return select(func.pg_advisory_xact_lock(_user_memory_key(uid)))
+    return select(func.pg_advisory_xact_lock(_user_memory_key(literal(uid))))
 
 
-def gate(identity: RunIdentity) -> Select[Unpack[tuple[Any, ...]]]:
-    """The one statement of the gate (see the module docstring for what it locks, in order)."""
-    locked = (
-        select(literal(True))
-        .select_from(func.pg_advisory_xact_lock(_user_memory_key(identity.uid)))
+_UID = bindparam("uid", type_=String())
+#: Built once (the write path runs it on every agent write); bound per call by :func:`gate`.
+_GATE = (
+    select(
+        AgentRun.uid,
+        AgentRun.conversation_thread_id,
+        AgentRun.request_id,
+        AgentRun.run_type,
+        AgentRun.status,
+        AgentRun.cancel_requested,
+        AgentRun.worker_id,
+        (AgentRun.lease_expires_at > func.now()).label("lease_alive"),
+        AgentRun.memory_writes,
+        AgentRun.memory_write_bytes,
+        select(Conversation.source)
+        .where(Conversation.thread_id == AgentRun.conversation_thread_id)
         .scalar_subquery()
+        .label("source"),
+        select(UserConfig.enable_memory)
+        .where(UserConfig.uid == _UID)
+        .with_for_update(read=True)
+        .scalar_subquery()
+        .label("memory_enabled"),
     )
-    return (
-        select(
-            AgentRun.uid,
-            AgentRun.conversation_thread_id,
-            AgentRun.request_id,
-            AgentRun.run_type,
-            AgentRun.status,
-            AgentRun.cancel_requested,
-            AgentRun.worker_id,
-            (AgentRun.lease_expires_at > func.now()).label("lease_alive"),
-            AgentRun.memory_writes,
-            AgentRun.memory_write_bytes,
-            select(Conversation.source)
-            .where(Conversation.thread_id == AgentRun.conversation_thread_id)
-            .scalar_subquery()
-            .label("source"),
-            select(UserConfig.enable_memory)
-            .where(UserConfig.uid == identity.uid)
-            .with_for_update(read=True)
-            .scalar_subquery()
-            .label("memory_enabled"),
-        )
-        .where(AgentRun.id == identity.run_id, locked)
-        .with_for_update(of=AgentRun)
+    .where(
+        AgentRun.id == bindparam("run_id", type_=String()),
+        select(literal(True))
+        .select_from(func.pg_advisory_xact_lock(_user_memory_key(_UID)))
+        .scalar_subquery(),
     )
+    .with_for_update(of=AgentRun)
+)
+
+
+def gate(identity: RunIdentity) -> tuple[Select[*tuple[Any, ...]], dict[str, str]]:
+    """The one statement of the gate and its parameters (see the module docstring for what it
+    locks, in order)."""
+    return _GATE, {"uid": identity.uid, "run_id": identity.run_id}
 
 
 def authorize(identity: RunIdentity, row: Row[Any] | None) -> MemoryWriteAuthorization:

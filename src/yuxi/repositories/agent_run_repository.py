@@ -298,7 +298,9 @@ class AgentRunRepository:
     async def lock_memory_write(self, identity: RunIdentity) -> MemoryWriteAuthorization:
         """Take the per-uid memory lock, lock the run that asks to write and check it, and read
         the memory switch under the lock — one statement (:func:`._memory_gate.gate`)."""
-        row = (await self.session.execute(gate.gate(identity))).one_or_none()
+        # Core, not the ORM: the statement selects columns only, and this is the hot path.
+        connection = await self.session.connection()
+        row = (await connection.execute(*gate.gate(identity))).one_or_none()
         return gate.authorize(identity, row)
 
     async def count_memory_write(self, run_id: str, added_bytes: int) -> None:

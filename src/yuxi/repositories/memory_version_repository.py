@@ -171,7 +171,9 @@ class MemoryVersionRepository:
             "older_kept": max(keep - 1, 0),
             "max_bytes": max_bytes,
         }
-        row = (await self.session.execute(_RECORD, params)).one()
+        # Core, not the ORM: a plain statement on the hot path of every write.
+        connection = await self.session.connection()
+        row = (await connection.execute(_RECORD, params)).one()
         if not row.fits:
             return None
         version.id, version.created_at, version.message_id = row.id, row.created_at, row.message_id
