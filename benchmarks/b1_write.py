@@ -26,7 +26,9 @@ Diagnostics (interleaved in the same rounds, reported apart):
 ``diag_floor_unversioned`` — the floor before versions existed (the same engine as ours,
 ``SELECT … FOR UPDATE`` of the run + durable publish, no version row: the old B1 floor);
 ``diag_ours_async_commit`` — ours on an engine whose sessions run with
-``synchronous_commit = off`` (a second user and run), the lever the product does not pull.
+``synchronous_commit = off`` (a second user and run), the lever the product does not pull;
+``diag_ours_no_pre_ping`` — ours on an engine without the pool's pre-ping (a third user and
+run): the round trip every checkout of the app's engine spends on ``SELECT 1``.
 
 Checks: one more untimed call of ours counts its SQL statements (SQLAlchemy cursor events; the
 pool's pre-ping and psycopg's ``BEGIN`` are not statements and not counted), pool checkouts and
@@ -71,7 +73,7 @@ from ._stats import ratio, summarize
 GOAL_OURS_OVER_FLOOR_P50 = 1.3
 BASE_BYTES = 2048
 VARIANTS = ("ours", "floor", "langgraph_store", "naive")
-DIAGNOSTICS = ("diag_floor_unversioned", "diag_ours_async_commit")
+DIAGNOSTICS = ("diag_floor_unversioned", "diag_ours_async_commit", "diag_ours_no_pre_ping")
 
 _FLOOR_RECORD = """
 WITH counted AS (
@@ -125,7 +127,7 @@ def _counting(engine: Any) -> Iterator[dict[str, Any]]:
 
     event.listen(engine.sync_engine, "before_cursor_execute", on_statement)
     event.listen(engine.sync_engine.pool, "checkout", on_checkout)
-    asyncio.to_thread = counted  # type: ignore[assignment]
+    asyncio.to_thread = counted
     try:
         yield seen
     finally:
@@ -146,16 +148,24 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     floor_ident = await make_claimed_run(c, floor_uid)
     async_uid = await make_user(c, name="b1-async")
     async_ident = await make_claimed_run(c, async_uid)
-    async_engine = create_async_engine(
-        sqlalchemy_url(env.database_url),
-        pool_size=4,
-        pool_pre_ping=True,
-        connect_args={"options": f"{APP_PG_OPTIONS} -c synchronous_commit=off"},
-    )
-    async_memory = MemoryService(
-        unit_of_work_factory(async_sessionmaker(async_engine, expire_on_commit=False)),
-        env.data_dir / "workspaces",
-        c.workspace,
+    noping_uid = await make_user(c, name="b1-noping")
+    noping_ident = await make_claimed_run(c, noping_uid)
+    engines = [
+        create_async_engine(
+            sqlalchemy_url(env.database_url),
+            pool_size=4,
+            pool_pre_ping=pre_ping,
+            connect_args={"options": f"{APP_PG_OPTIONS} {extra}".strip()},
+        )
+        for pre_ping, extra in ((True, "-c synchronous_commit=off"), (False, ""))
+    ]
+    async_memory, noping_memory = (
+        MemoryService(
+            unit_of_work_factory(async_sessionmaker(engine, expire_on_commit=False)),
+            env.data_dir / "workspaces",
+            c.workspace,
+        )
+        for engine in engines
     )
     base_text = realistic_memory(BASE_BYTES, seed=11)
     base = base_text.encode("utf-8")
@@ -173,12 +183,13 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     )
 
     async def reset(_: int) -> None:
-        await restore_memory_quota(c, [ident, floor_ident, async_ident])
+        await restore_memory_quota(c, [ident, floor_ident, async_ident, noping_ident])
         # Through the memory service, so the reset is itself a recorded version and the timed
         # write is the steady state (a file changed behind Yuxi's back would make every timed
         # write record a `recovered` version first).
         await memory.write_memory_file(uid, base, if_match="*")
         await memory.write_memory_file(async_uid, base, if_match="*")
+        await memory.write_memory_file(noping_uid, base, if_match="*")
         for path in (floor_path, naive_path, unversioned_path):
             await asyncio.to_thread(write_plain, path, base)
 
@@ -191,6 +202,11 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         result, _ = await tool_outcome(lambda: async_memory.remember_memory(async_ident, fact(r)))
         if result.get("status") != "updated":
             failures["diag_ours_async_commit"] += 1
+
+    async def diag_ours_no_pre_ping(r: int) -> None:
+        result, _ = await tool_outcome(lambda: noping_memory.remember_memory(noping_ident, fact(r)))
+        if result.get("status") != "updated":
+            failures["diag_ours_no_pre_ping"] += 1
 
     async def floor(r: int) -> None:
         conn = floor_conn
@@ -256,6 +272,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
                 "naive": naive,
                 "diag_floor_unversioned": diag_floor_unversioned,
                 "diag_ours_async_commit": diag_ours_async_commit,
+                "diag_ours_no_pre_ping": diag_ours_no_pre_ping,
             }
             run = await interleave(ops, rounds=rounds, warmup=warmup, before_round=reset)
             store_items = len(await store.asearch(namespace, limit=rounds + warmup + 10))
@@ -268,7 +285,8 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
             await ours(last + 1)
     finally:
         await floor_conn.close()
-        await async_engine.dispose()
+        for engine in engines:
+            await engine.dispose()
 
     stats = {name: summarize(samples) for name, samples in run.samples_ms.items()}
     ratios = {
@@ -285,6 +303,8 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         "diag_ours_async_commit/langgraph_store": ratio(
             stats["diag_ours_async_commit"], stats["langgraph_store"]
         ),
+        "diag_ours_no_pre_ping/ours": ratio(stats["diag_ours_no_pre_ping"], stats["ours"]),
+        "diag_ours_no_pre_ping/floor": ratio(stats["diag_ours_no_pre_ping"], stats["floor"]),
     }
     p50 = ratios["ours/floor"]["p50"]
     return {

@@ -166,7 +166,8 @@ def _md_b1(b1: dict[str, Any]) -> list[str]:
     if diag:
         lines += [
             "Diagnostics (same rounds): the floor before versions existed (no version row), "
-            "and ours with `synchronous_commit = off` (a lever the product does not pull).",
+            "ours with `synchronous_commit = off` (a lever the product does not pull) and ours "
+            "on an engine without the pool's pre-ping.",
             "",
         ]
         lines += _table(

@@ -1,13 +1,21 @@
 """Recording one change of MEMORY.md as a version, with crash repair and retention.
 
 Called only by :mod:`yuxi.services._memory_writer`, inside the per-user advisory lock and the
-file lock, after the new text is computed and *before* it is published: insert (flush) → publish
-→ commit. So a committed version always describes a publish that happened, and the only way the
-history can fall behind the file is a publish whose commit was lost (a crash, a lost connection),
-or a change made outside Yuxi. :func:`record_change` detects that the next time anyone writes —
+file lock, after the new text is computed and *before* it is published: insert → publish →
+commit (the insert, the gap check, the quota count and retention are one statement). So a
+committed version always describes a publish that happened, and the only way the history can
+fall behind the file is a publish whose commit was lost (a crash, a lost connection), or a
+change made outside Yuxi. :func:`record_change` detects that the next time anyone writes —
 the file's sha256 is not the newest version's — and first records the file as it is on disk as a
 ``system`` / ``recovered`` version, so the chain (each ``parent_sha256`` = the previous version's
 ``sha256``) has no gap and the newest version always equals the file after a write.
+
+Why every commit is synchronous (no ``synchronous_commit = off``): the file is published
+before the commit, so a commit lost in a database crash loses no bytes of MEMORY.md, but it
+does lose the version row (the next write records the file as ``system`` / ``recovered``: the
+agent, run, thread, asking message and tool call of that change are gone, and the
+``version_id`` the writer was told no longer exists) and the run's quota count (the run may
+write again what it already wrote). Benchmark B1 measures what the lever would buy.
 
 Retention: after each insert, only the newest :data:`MEMORY_VERSIONS_KEEP` versions are kept,
 and the oldest go while the retained contents sum to more than :data:`MEMORY_VERSIONS_MAX_BYTES`;
