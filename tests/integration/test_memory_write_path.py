@@ -35,7 +35,7 @@ def _counted(container: Container) -> Iterator[dict[str, Any]]:
 
     engine = container.engine.sync_engine
     event.listen(engine, "before_cursor_execute", on_statement)
-    asyncio.to_thread = counted  # type: ignore[assignment]
+    asyncio.to_thread = counted
     try:
         yield seen
     finally:
