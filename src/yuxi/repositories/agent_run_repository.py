@@ -303,17 +303,6 @@ class AgentRunRepository:
         row = (await connection.execute(*gate.gate(identity))).one_or_none()
         return gate.authorize(identity, row)
 
-    async def count_memory_write(self, run_id: str, added_bytes: int) -> None:
-        """Add one write of ``added_bytes`` to the run's quota used (call under the gate)."""
-        await self.session.execute(
-            update(AgentRun)
-            .where(AgentRun.id == run_id)
-            .values(
-                memory_writes=AgentRun.memory_writes + 1,
-                memory_write_bytes=AgentRun.memory_write_bytes + added_bytes,
-            )
-        )
-
     # -- listing (added for the thread view; kept at the end for an easy merge) ----------------
 
     async def list_for_thread(self, uid: str, thread_id: str) -> list[AgentRun]:

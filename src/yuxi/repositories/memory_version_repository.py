@@ -2,8 +2,9 @@
 
 Every query is scoped to one uid, so another user's ``version_id`` is simply not found. Rows are
 inserted and pruned only by the memory service, under the per-user memory locks; this module
-never commits. Also here: the two provenance look-ups a version needs (the user message that
-asked for an agent write, and the titles of the threads versions point to).
+never commits. :meth:`MemoryVersionRepository.record` is the write path's one statement (it also
+looks up the user message that asked for an agent write); :meth:`thread_titles` resolves the
+threads versions point to.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, Integer, String, Text, bindparam, delete, func, select, text
+from sqlalchemy import BigInteger, Integer, String, Text, bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from yuxi.db.models import Conversation, MemoryVersion, Message
+from yuxi.db.models import Conversation, MemoryVersion
 
 __all__ = ["EMPTY_SHA256", "MemoryVersionRepository", "Quota"]
 
@@ -141,7 +142,7 @@ class MemoryVersionRepository:
         * sets ``message_id`` to the newest user message of ``version.thread_id`` when it is
           an agent's write whose ``message_id`` is unset (the message that asked);
         * counts ``quota`` (one write of ``added_bytes``) on the run row;
-        * prunes like :meth:`prune` run right after the insert: only the newest ``keep`` rows
+        * prunes as if run right after the insert: only the newest ``keep`` rows
           stay, then the oldest go while their sizes sum to more than ``max_bytes``, the new
           row never (the statement's snapshot does not see the row it inserts, so the older
           rows are ranked from 2 and summed from the new row's size).
@@ -189,55 +190,7 @@ class MemoryVersionRepository:
         )
         return row.scalar_one_or_none()
 
-    async def prune(self, uid: str, *, keep: int, max_bytes: int) -> int:
-        """Drop the oldest versions beyond the newest ``keep``, then the oldest while the sizes
-        of the rest sum to more than ``max_bytes``. The newest version is never dropped.
-        Returns how many rows went.
-
-        The kept versions are a newest-first prefix, so one index scan of at most ``keep`` rows
-        finds the oldest id to keep and one index range deletes everything older (a window over
-        all of the user's rows in ``DELETE … IN (…)`` cost ~5 ms per write in benchmark B1).
-        """
-        newest = (
-            select(
-                MemoryVersion.id.label("id"),
-                func.row_number().over(order_by=MemoryVersion.id.desc()).label("rank"),
-                func.sum(MemoryVersion.size)
-                .over(order_by=MemoryVersion.id.desc(), rows=(None, 0))
-                .label("kept_bytes"),
-            )
-            .where(MemoryVersion.uid == uid)
-            .order_by(MemoryVersion.id.desc())
-            .limit(keep)
-            .subquery()
-        )
-        oldest_kept = (
-            select(func.min(newest.c.id))
-            .where((newest.c.rank == 1) | (newest.c.kept_bytes <= max_bytes))
-            .scalar_subquery()
-        )
-        result = await self.session.execute(
-            delete(MemoryVersion)
-            .where(MemoryVersion.uid == uid, MemoryVersion.id < oldest_kept)
-            .execution_options(synchronize_session=False)
-        )
-        return int(getattr(result, "rowcount", 0) or 0)
-
     # -- provenance look-ups ------------------------------------------------------------------
-
-    async def asking_message_id(self, uid: str, thread_id: str) -> int | None:
-        """The newest user message of the thread: the one that asked for an agent's write."""
-        row = await self.session.execute(
-            select(func.max(Message.id))
-            .join(Conversation, Conversation.id == Message.conversation_id)
-            .where(
-                Conversation.thread_id == thread_id,
-                Conversation.uid == uid,
-                Message.uid == uid,
-                Message.role == "user",
-            )
-        )
-        return row.scalar_one_or_none()
 
     async def thread_titles(self, uid: str, thread_ids: Collection[str]) -> dict[str, str]:
         """Titles of those of ``thread_ids`` that are still the user's and not deleted."""
