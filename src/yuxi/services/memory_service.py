@@ -63,6 +63,7 @@ from yuxi.services._memory_text import (
     encode_result,
     snapshot_of,
 )
+from yuxi.services._memory_versions import Quota
 from yuxi.services._memory_writer import LockedMemory, MemoryWriteLock
 from yuxi.services.unit_of_work import UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
@@ -255,12 +256,12 @@ class MemoryService:
                 f"this one adds {added} bytes. Nothing was written; tell the user.",
                 details={"quota_remaining": asdict(self._remaining(writes, used))},
             )
-        await locked.uow.runs.count_memory_write(locked.identity.run_id, added)
         version = await locked.publish(
             data,
             actor="agent",
             kind="add" if replaces is None else "replace",
             provenance=await locked.agent_provenance(tool_call_id),
+            quota=Quota(locked.identity.run_id, added),
         )
         result = MemoryWriteResult(
             "updated",
