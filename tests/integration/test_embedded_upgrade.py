@@ -14,7 +14,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from typer.testing import CliRunner
 
+from yuxi.cli import app
 from yuxi.db import _embedded_cluster as cluster
 from yuxi.db import _embedded_upgrade as upgrading
 from yuxi.db.embedded import EmbeddedPostgres
@@ -63,7 +65,9 @@ def make_old_data_dir(pgdata: Path) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SHOW server_version_num").fetchone()[0].startswith("16")  # type: ignore[index]
         conn.execute("INSERT INTO users (uid, name) VALUES ('u1', %s)", ("用户一",))
-        conn.execute("INSERT INTO conversations (thread_id, uid, title) VALUES ('t1', 'u1', %s)", (CJK,))
+        conn.execute(
+            "INSERT INTO conversations (thread_id, uid, title) VALUES ('t1', 'u1', %s)", (CJK,)
+        )
         conn.execute(
             "INSERT INTO messages (conversation_id, uid, role, content) "
             "SELECT id, 'u1', 'user', %s FROM conversations WHERE thread_id = 't1'",
@@ -121,9 +125,13 @@ def test_an_old_data_dir_is_moved_to_18_with_its_rows_and_kept_aside(base: Path)
         assert conn.execute("SELECT name FROM users").fetchall() == [("用户一",)]
         assert conn.execute("SELECT count(*), max(id) FROM notes").fetchone() == (500, 500)
         # the identity sequence carried over: the next row continues, no duplicate key
-        assert conn.execute("INSERT INTO notes (body) VALUES ('x') RETURNING id").fetchone() == (501,)
+        assert conn.execute("INSERT INTO notes (body) VALUES ('x') RETURNING id").fetchone() == (
+            501,
+        )
         # the builtin locale of the new cluster applies to the migrated rows
-        assert conn.execute("SELECT count(*) FROM notes WHERE body ILIKE '%ärger σοφία%'").fetchone() == (500,)
+        assert conn.execute(
+            "SELECT count(*) FROM notes WHERE body ILIKE '%ärger σοφία%'"
+        ).fetchone() == (500,)
         assert conn.execute("SELECT meta->>'t' FROM notes WHERE id = 1").fetchone() == (CJK,)
         conn.commit()
     with psycopg.connect(url.replace("/postgres?", "/extra?")) as conn:
@@ -196,3 +204,20 @@ def test_migrations_run_twice_on_a_new_embedded_cluster_and_build_the_trigram_in
         assert conn.execute(
             "SELECT 'Ä' ILIKE 'ä', 'Σ' ILIKE 'σ', lower('ÄΣ') = 'äσ'"
         ).fetchone() == (True, True, True)
+
+
+def test_yuxi_db_upgrade_server_moves_the_old_data_dir_then_has_nothing_to_do(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_old_data_dir(base / "pgdata")
+    monkeypatch.delenv("YUXI_DATABASE_URL", raising=False)
+    monkeypatch.setenv("YUXI_DATA_DIR", str(base))
+    runner = CliRunner()
+    first = runner.invoke(app, ["db", "upgrade-server"])
+    assert first.exit_code == 0, first.output
+    kept = list(base.glob("pgdata.pg16-*"))
+    assert len(kept) == 1 and f"old data kept at {kept[0]}" in first.output
+    assert cluster.pg_version(base / "pgdata") == cluster.PG_MAJOR
+    assert not EmbeddedPostgres(base / "pgdata").status().running  # moved, not started
+    second = runner.invoke(app, ["db", "upgrade-server"])
+    assert second.exit_code == 0 and "nothing to upgrade" in second.output

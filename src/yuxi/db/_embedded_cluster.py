@@ -170,7 +170,10 @@ def private_server(bin_path: Path, pgdata: Path) -> Iterator[str]:
         pg_ctl = str(bin_path / "pg_ctl")
         log = str(sockets / "server.log")
         try:
-            run([pg_ctl, "-D", str(pgdata), "-w", "-t", "120", "-o", options, "-l", log, "start"], user=user)
+            run(
+                [pg_ctl, "-D", str(pgdata), "-w", "-t", "120", "-o", options, "-l", log, "start"],
+                user=user,
+            )
         except RuntimeError as exc:
             with contextlib.suppress(OSError):
                 exc.add_note(Path(log).read_text("utf-8", "replace")[-2000:])

@@ -120,7 +120,9 @@ def finish_interrupted(pgdata: Path) -> Path | None:
         return None
     build = complete[-1]
     _place(build, pgdata)
-    _log.warning("embedded PostgreSQL: finished an interrupted upgrade, %s is now %s", build, pgdata)
+    _log.warning(
+        "embedded PostgreSQL: finished an interrupted upgrade, %s is now %s", build, pgdata
+    )
     return build
 
 
@@ -182,7 +184,13 @@ def _dump(old_bin: Path, old_pgdata: Path, work: Path) -> list[tuple[str, str, d
     with cluster.private_server(old_bin, old_pgdata) as sockets:
         common = ["-h", sockets, "-p", cluster.PRIVATE_PORT, "-U", "postgres"]
         cluster.run(
-            [str(new_bin / "pg_dumpall"), *common, "--globals-only", "-f", str(work / "globals.sql")]
+            [
+                str(new_bin / "pg_dumpall"),
+                *common,
+                "--globals-only",
+                "-f",
+                str(work / "globals.sql"),
+            ]
         )
         found = []
         for index, (name, owner) in enumerate(_databases(sockets)):
@@ -223,7 +231,9 @@ def _restore(build: Path, work: Path, dumped: list[tuple[str, str, dict[str, int
             cluster.run([*restore, str(work / f"db{index}.dump")])
             now = _row_counts(sockets, name)
             if now != counts:
-                differ = sorted(k for k in counts.keys() | now.keys() if counts.get(k) != now.get(k))
+                differ = sorted(
+                    k for k in counts.keys() | now.keys() if counts.get(k) != now.get(k)
+                )
                 raise RuntimeError(f"row counts differ after restore in {name}: {differ}")
             rows += sum(counts.values())
     return rows

@@ -144,4 +144,3 @@ class EmbeddedPostgres:
         self.started_by_us = False
         _log.info("embedded PostgreSQL on %s stopped", self.pgdata)
         return True
-
