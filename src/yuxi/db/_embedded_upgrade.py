@@ -11,7 +11,8 @@ What it guarantees:
   table's row count matched the old server's and the new server shut down cleanly; only then is
   the old directory moved aside and the new one renamed into place. A crash between those two
   renames leaves a complete build and no data directory; the next start finishes the move
-  (:func:`finish_interrupted`). An unfinished build is never used and is removed at the next try.
+  (:func:`finish_interrupted`). An unfinished build, and the dumps of a killed try (every row,
+  in a private directory beside it), are never used and are removed at the next try.
 * **The new cluster has the builtin ``C.UTF-8`` locale**, like every cluster made here: each
   database is created anew from ``template0`` and filled from its dump, so it does not keep the
   old libc locale (which pg_upgrade would carry over).
@@ -42,9 +43,6 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import psycopg
-from psycopg import sql
 
 from yuxi.db import _embedded_cluster as cluster
 from yuxi.errors import ConfigurationError
@@ -141,6 +139,8 @@ def _url(sockets: str, database: str) -> str:
 
 def _databases(sockets: str) -> list[tuple[str, str]]:
     """(name, owner) of every database to carry: all that accept connections but template0."""
+    import psycopg  # only a migration needs a client here: a plain start stays light
+
     with psycopg.connect(_url(sockets, "postgres"), autocommit=True) as conn:
         rows = conn.execute(
             "SELECT datname, pg_get_userbyid(datdba) FROM pg_database "
@@ -163,6 +163,8 @@ def _databases(sockets: str) -> list[tuple[str, str]]:
 
 def _row_counts(sockets: str, database: str) -> dict[str, int]:
     """Exact row count of every ordinary table of ``database`` (not the system catalogs)."""
+    import psycopg
+
     with psycopg.connect(_url(sockets, database)) as conn:
         tables = conn.execute(
             "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c "
@@ -212,6 +214,9 @@ def _globals_for_new(work: Path) -> Path:
 
 def _restore(build: Path, work: Path, dumped: list[tuple[str, str, dict[str, int]]]) -> int:
     """Restore the dumps into the new cluster in ``build``; check every table's row count."""
+    import psycopg
+    from psycopg import sql
+
     new_bin = cluster.bindir()
     rows = 0
     with cluster.private_server(new_bin, build) as sockets:
@@ -257,6 +262,8 @@ def upgrade(pgdata: Path) -> UpgradeResult:
     for leftover in _builds(pgdata):  # an unfinished earlier try: never complete, ours alone
         if not (leftover / COMPLETE_MARKER).exists():
             shutil.rmtree(leftover)
+    for dumps in pgdata.parent.glob(f".{pgdata.name}.dump-*"):  # copies of a killed try
+        shutil.rmtree(dumps, ignore_errors=True)
     stamp = _stamp()
     build = pgdata.parent / f"{pgdata.name}.pg{cluster.PG_MAJOR}-new-{stamp}"
     aside = pgdata.parent / f"{pgdata.name}.pg{version}-{stamp}"
