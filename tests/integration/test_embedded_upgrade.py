@@ -140,6 +140,9 @@ def test_an_old_data_dir_is_moved_to_18_with_its_rows_and_kept_aside(base: Path)
             "SELECT datlocprovider FROM pg_database WHERE datname = 'extra'"
         ).fetchone() == ("b",)
     upgrade_sync(url)  # the moved database is at head: a no-op that must not fail
+    reuse = EmbeddedPostgres(pgdata)
+    assert reuse.start() == url and not reuse.started_by_us  # running: reused as it is
+    assert list(base.glob("pgdata.pg16-*")) == kept
     assert server.stop() is True
 
     again = EmbeddedPostgres(pgdata)
