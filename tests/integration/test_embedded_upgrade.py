@@ -116,6 +116,9 @@ def test_an_old_data_dir_is_moved_to_18_with_its_rows_and_kept_aside(base: Path)
     assert len(kept) == 1 and cluster.pg_version(kept[0]) == "16"
     assert not list(base.glob("pgdata.pg18-new-*"))  # the build was renamed into place
     assert not (pgdata / upgrading.COMPLETE_MARKER).exists()
+    if cluster.is_root():  # each cluster belongs to the system user of its own server
+        assert cluster.owner_of(kept[0]) == "pgserver"
+        assert cluster.owner_of(pgdata) == cluster.SYSTEM_USER
     with psycopg.connect(url) as conn:
         assert conn.execute("SHOW server_version_num").fetchone()[0].startswith("18")  # type: ignore[index]
         assert conn.execute(
