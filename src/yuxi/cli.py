@@ -86,9 +86,15 @@ def db_status() -> None:
 @db_app.command("stop")
 def db_stop() -> None:
     """Stop the embedded PostgreSQL, whoever started it."""
-    settings = load_settings()
-    stopped = EmbeddedPostgres(settings.pgdata_dir).stop()
+    stopped = EmbeddedPostgres(load_settings().pgdata_dir).stop()
     typer.echo("stopped" if stopped else "was not running")
+
+
+@db_app.command("upgrade-server")
+def db_upgrade_server() -> None:
+    """Move an embedded data dir made by an older PostgreSQL to this one (the old kept aside)."""
+    done = EmbeddedPostgres(load_settings().pgdata_dir).upgrade_server()
+    typer.echo(f"upgraded; old data kept at {done.kept_at}" if done else "nothing to upgrade")
 
 
 @users_app.command("create")
