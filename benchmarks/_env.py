@@ -1,9 +1,10 @@
 """One PostgreSQL and one data directory for a whole benchmark run.
 
 The server is ``YUXI_BENCH_DATABASE_URL`` (or ``--database-url``) when given, else an embedded
-server started under a fresh temporary directory outside any home directory (pgserver, run as
-root, widens the permissions of every parent of its data directory). Either way the run gets a
-fresh database ``yuxi_bench_<hex>`` migrated to head, dropped at the end unless ``--keep-db``.
+server started under a fresh temporary directory outside any home directory (run as root, the
+embedded server's system user needs every parent of its data directory widened). Either way the
+run gets a fresh database ``yuxi_bench_<hex>`` migrated to head, dropped at the end unless
+``--keep-db``.
 """
 
 from __future__ import annotations

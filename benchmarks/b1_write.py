@@ -2,12 +2,19 @@
 
 Variants, one call each per round, order rotated every round:
 
-* ``ours`` — ``MemoryService.remember_memory`` with a real claimed run: authorization
-  transaction (advisory lock + ``SELECT … FOR UPDATE`` of the run + switch re-read), per-uid
-  ``flock``, bounded read, append, atomic durable publish, commit;
-* ``floor`` — the same bytes published with a bare temp + write + fsync + rename + dir fsync
-  inside one PostgreSQL transaction holding ``SELECT … FOR UPDATE`` on the same run row, on the
-  same engine: the least any safe implementation must do;
+* ``ours`` — ``MemoryService.remember_memory`` with a real claimed run: the gate (advisory
+  lock + ``SELECT … FOR UPDATE`` of the run + the switch and the thread's source), per-uid
+  ``flock`` + bounded read, append, the version record (gap check, insert, asking message,
+  quota count, retention), atomic durable publish, commit;
+* ``floor`` — the least work a *versioned, quota-counted, serialized* write needs, timed bare
+  with raw psycopg on one open connection (no pool, no ORM) and 3 round trips:
+  ``BEGIN; SELECT pg_advisory_xact_lock(…)`` (one simple-protocol round trip) → in one worker
+  thread: open the lock file, ``flock``, read MEMORY.md → append → one statement that inserts
+  the version row (the same columns ours writes: sha256 of old and new, the whole new content)
+  and counts the run's quota (``UPDATE agent_runs`` in a CTE) → in a second worker thread: the
+  durable publish (temp + write + fsync + rename + dir fsync) → ``COMMIT`` (synchronous) →
+  ``flock`` released. It does not check the run's lease, the switch, the version chain or
+  retention, and looks up no asking message: those are what ours adds on top;
 * ``langgraph_store`` — ``AsyncPostgresStore.aput`` of the same fact as a new item (what a
   LangGraph user would pick), pool of its own on the same database;
 * ``naive`` — open, read, append, write back in place: no lock, no fsync (a generic edit tool).
@@ -15,27 +22,42 @@ Variants, one call each per round, order rotated every round:
 Every round starts from the same ~2 KiB MEMORY.md (reset untimed), and every round appends a
 distinct fact, so every call of every variant is a real append of the same size.
 
-Diagnostics (interleaved in the same rounds, reported apart) split both sides in two:
-``diag_ours_sql`` — ours' transaction alone (advisory lock + run check + switch re-read +
-commit, the real repository calls); ``diag_ours_file`` — ours' file part alone (per-uid
-``flock`` + bounded read + ``replace_authorized_file``, on a second user's workspace);
-``diag_floor_sql`` / ``diag_floor_file`` — the floor's two halves.
+Diagnostics (interleaved in the same rounds, reported apart):
+``diag_floor_unversioned`` — the floor before versions existed (the same engine as ours,
+``SELECT … FOR UPDATE`` of the run + durable publish, no version row: the old B1 floor);
+``diag_ours_async_commit`` — ours on an engine whose sessions run with
+``synchronous_commit = off`` (a second user and run), the lever the product does not pull;
+``diag_ours_no_pre_ping`` — ours on an engine without the pool's pre-ping (a third user and
+run): the round trip every checkout of the app's engine spends on ``SELECT 1``.
+
+Checks: one more untimed call of ours counts its SQL statements (SQLAlchemy cursor events; the
+pool's pre-ping and psycopg's ``BEGIN`` are not statements and not counted), pool checkouts and
+worker-thread hops (``asyncio.to_thread``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import hashlib
+import os
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+import psycopg
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
 from yuxi.agents.tools.tool_result import tool_outcome
-from yuxi.repositories.agent_run_repository import AgentRunRepository
-from yuxi.repositories.user_repository import UserRepository
+from yuxi.db.engine import sqlalchemy_url
+from yuxi.services.memory_service import MemoryService
+from yuxi.services.unit_of_work import unit_of_work_factory
 from yuxi.workspace.filesystem import MEMORY_PATH
 
-from ._env import BenchEnv
+from ._env import APP_PG_OPTIONS, BenchEnv
 from ._fixtures import (
     durable_publish,
     make_claimed_run,
@@ -51,7 +73,19 @@ from ._stats import ratio, summarize
 GOAL_OURS_OVER_FLOOR_P50 = 1.3
 BASE_BYTES = 2048
 VARIANTS = ("ours", "floor", "langgraph_store", "naive")
-DIAGNOSTICS = ("diag_ours_sql", "diag_ours_file", "diag_floor_sql", "diag_floor_file")
+DIAGNOSTICS = ("diag_floor_unversioned", "diag_ours_async_commit", "diag_ours_no_pre_ping")
+
+_FLOOR_RECORD = """
+WITH counted AS (
+    UPDATE agent_runs
+    SET memory_writes = memory_writes + 1, memory_write_bytes = memory_write_bytes + %(added)s
+    WHERE id = %(run_id)s
+)
+INSERT INTO memory_versions (version_id, uid, actor, kind, run_id, thread_id, tool_call_id,
+    sha256, size, parent_sha256, content)
+VALUES (%(version_id)s, %(uid)s, 'agent', 'add', %(run_id)s, %(thread_id)s, %(tool_call_id)s,
+    %(sha256)s, %(size)s, %(parent_sha256)s, %(content)s)
+"""
 
 
 def fact(r: int) -> str:
@@ -64,6 +98,44 @@ def appended(base: str, content: str) -> bytes:
     return ((head + "\n\n" + content + "\n") if head else content + "\n").encode("utf-8")
 
 
+def _flock_and_read(lock_path: Path, path: Path) -> tuple[int, bytes]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd, path.read_bytes()
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextlib.contextmanager
+def _counting(engine: Any) -> Iterator[dict[str, Any]]:
+    """Statements, pool checkouts and worker-thread hops made inside the block."""
+    seen: dict[str, Any] = {"statements": [], "checkouts": 0, "thread_hops": 0}
+
+    def on_statement(*args: Any) -> None:
+        seen["statements"].append(" ".join(str(args[2]).split())[:70])
+
+    def on_checkout(*_: Any) -> None:
+        seen["checkouts"] += 1
+
+    original = asyncio.to_thread
+
+    async def counted(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        seen["thread_hops"] += 1
+        return await original(func, *args, **kwargs)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", on_statement)
+    event.listen(engine.sync_engine.pool, "checkout", on_checkout)
+    asyncio.to_thread = counted
+    try:
+        yield seen
+    finally:
+        asyncio.to_thread = original
+        event.remove(engine.sync_engine, "before_cursor_execute", on_statement)
+        event.remove(engine.sync_engine.pool, "checkout", on_checkout)
+
+
 async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     from langgraph.store.postgres.aio import AsyncPostgresStore
 
@@ -71,90 +143,151 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     uid = await make_user(c, name="b1")
     ident = await make_claimed_run(c, uid)
     workspace = c.workspace(uid)
-    diag_uid = await make_user(c, name="b1-diag")
-    diag_ws = c.workspace(diag_uid)
     memory = c.services.memory
+    floor_uid = await make_user(c, name="b1-floor")
+    floor_ident = await make_claimed_run(c, floor_uid)
+    async_uid = await make_user(c, name="b1-async")
+    async_ident = await make_claimed_run(c, async_uid)
+    noping_uid = await make_user(c, name="b1-noping")
+    noping_ident = await make_claimed_run(c, noping_uid)
+    engines = [
+        create_async_engine(
+            sqlalchemy_url(env.database_url),
+            pool_size=4,
+            pool_pre_ping=pre_ping,
+            connect_args={"options": f"{APP_PG_OPTIONS} {extra}".strip()},
+        )
+        for pre_ping, extra in ((True, "-c synchronous_commit=off"), (False, ""))
+    ]
+    async_memory, noping_memory = (
+        MemoryService(
+            unit_of_work_factory(async_sessionmaker(engine, expire_on_commit=False)),
+            env.data_dir / "workspaces",
+            c.workspace,
+        )
+        for engine in engines
+    )
     base_text = realistic_memory(BASE_BYTES, seed=11)
     base = base_text.encode("utf-8")
     bench_dir = env.data_dir / "b1"
     floor_path = bench_dir / "floor" / "MEMORY.md"
+    floor_lock = bench_dir / "floor" / ".lock"
     naive_path = bench_dir / "naive" / "MEMORY.md"
-    for path in (floor_path, naive_path):
+    unversioned_path = bench_dir / "unversioned" / "MEMORY.md"
+    for path in (floor_path, naive_path, unversioned_path):
         write_plain(path, base)
-    diag_floor_path = bench_dir / "diag-floor" / "MEMORY.md"
-    write_plain(diag_floor_path, base)
-    failures: dict[str, int] = dict.fromkeys(VARIANTS, 0)
-    lock_sql = text("SELECT id FROM agent_runs WHERE id = :id FOR UPDATE")
+    failures: dict[str, int] = dict.fromkeys((*VARIANTS, *DIAGNOSTICS), 0)
+    floor_begin_lock = (
+        "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended("
+        f"'user-memory:{floor_uid}', 0))"  # a uid we made: no quoting needed
+    )
 
     async def reset(_: int) -> None:
-        await restore_memory_quota(c, [ident])
+        await restore_memory_quota(c, [ident, floor_ident, async_ident, noping_ident])
         # Through the memory service, so the reset is itself a recorded version and the timed
         # write is the steady state (a file changed behind Yuxi's back would make every timed
         # write record a `recovered` version first).
         await memory.write_memory_file(uid, base, if_match="*")
-        await asyncio.to_thread(write_plain, floor_path, base)
-        await asyncio.to_thread(write_plain, naive_path, base)
-        await diag_ws.replace_authorized_file(MEMORY_PATH, base)
+        await memory.write_memory_file(async_uid, base, if_match="*")
+        await memory.write_memory_file(noping_uid, base, if_match="*")
+        for path in (floor_path, naive_path, unversioned_path):
+            await asyncio.to_thread(write_plain, path, base)
 
     async def ours(r: int) -> None:
         result, _ = await tool_outcome(lambda: memory.remember_memory(ident, fact(r)))
         if result.get("status") != "updated":
             failures["ours"] += 1
 
+    async def diag_ours_async_commit(r: int) -> None:
+        result, _ = await tool_outcome(lambda: async_memory.remember_memory(async_ident, fact(r)))
+        if result.get("status") != "updated":
+            failures["diag_ours_async_commit"] += 1
+
+    async def diag_ours_no_pre_ping(r: int) -> None:
+        result, _ = await tool_outcome(lambda: noping_memory.remember_memory(noping_ident, fact(r)))
+        if result.get("status") != "updated":
+            failures["diag_ours_no_pre_ping"] += 1
+
     async def floor(r: int) -> None:
-        data = appended(base_text, fact(r))
-        async with c.session_factory() as session, session.begin():
-            await session.execute(lock_sql, {"id": ident.run_id})
-            await asyncio.to_thread(durable_publish, floor_path, data)
+        conn = floor_conn
+        await conn.execute(floor_begin_lock.encode())
+        try:
+            fd, current = await asyncio.to_thread(_flock_and_read, floor_lock, floor_path)
+            try:
+                data = appended(current.decode("utf-8"), fact(r))
+                await conn.execute(
+                    _FLOOR_RECORD,
+                    {
+                        "version_id": "mv_" + uuid.uuid4().hex,
+                        "uid": floor_uid,
+                        "run_id": floor_ident.run_id,
+                        "thread_id": floor_ident.thread_id,
+                        "tool_call_id": f"call-{r}",
+                        "sha256": hashlib.sha256(data).hexdigest(),
+                        "size": len(data),
+                        "parent_sha256": hashlib.sha256(current).hexdigest(),
+                        "content": data.decode("utf-8"),
+                        "added": len(fact(r).encode("utf-8")),
+                    },
+                )
+                await asyncio.to_thread(durable_publish, floor_path, data)
+                await conn.execute("COMMIT")
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
 
     async def naive(r: int) -> None:
         await asyncio.to_thread(naive_append, naive_path, fact(r))
 
-    async def diag_ours_sql(_: int) -> None:
+    lock_run = "SELECT id FROM agent_runs WHERE id = :id FOR UPDATE"
+
+    async def diag_floor_unversioned(r: int) -> None:
+        from sqlalchemy import text
+
+        data = appended(base_text, fact(r))
         async with c.session_factory() as session, session.begin():
-            auth = await AgentRunRepository(session).lock_memory_write(ident)
-            assert auth.ok, auth.reason
-            assert await UserRepository(session).memory_enabled(uid)
+            await session.execute(text(lock_run), {"id": floor_ident.run_id})
+            await asyncio.to_thread(durable_publish, unversioned_path, data)
 
-    async def diag_ours_file(r: int) -> None:
-        async with diag_ws.locked():
-            data, _ = await diag_ws.read_authorized_file_prefix(MEMORY_PATH, 128 * 1024)
-            new = appended(data.decode("utf-8"), fact(r))
-            await diag_ws.replace_authorized_file(MEMORY_PATH, new)
+    floor_conn = await psycopg.AsyncConnection.connect(
+        env.database_url, autocommit=True, options=APP_PG_OPTIONS
+    )
+    try:
+        async with AsyncPostgresStore.from_conn_string(
+            env.database_url, pool_config={"min_size": 1, "max_size": 4}
+        ) as store:
+            await store.setup()
+            namespace = ("memories", uid)
 
-    async def diag_floor_sql(_: int) -> None:
-        async with c.session_factory() as session, session.begin():
-            await session.execute(lock_sql, {"id": ident.run_id})
+            async def langgraph_store(r: int) -> None:
+                await store.aput(namespace, f"fact-{r}", {"content": fact(r)}, index=False)
 
-    async def diag_floor_file(r: int) -> None:
-        await asyncio.to_thread(durable_publish, diag_floor_path, appended(base_text, fact(r)))
+            ops = {
+                "ours": ours,
+                "floor": floor,
+                "langgraph_store": langgraph_store,
+                "naive": naive,
+                "diag_floor_unversioned": diag_floor_unversioned,
+                "diag_ours_async_commit": diag_ours_async_commit,
+                "diag_ours_no_pre_ping": diag_ours_no_pre_ping,
+            }
+            run = await interleave(ops, rounds=rounds, warmup=warmup, before_round=reset)
+            store_items = len(await store.asearch(namespace, limit=rounds + warmup + 10))
+        last = warmup + run.rounds - 1
+        # Sanity: the floor wrote exactly the bytes ours wrote in the last round.
+        ours_bytes = await workspace.read_file(MEMORY_PATH, 1 << 20)
+        same_bytes = ours_bytes == appended(base_text, fact(last)) == floor_path.read_bytes()
+        await reset(0)
+        with _counting(c.engine) as per_call:
+            await ours(last + 1)
+    finally:
+        await floor_conn.close()
+        for engine in engines:
+            await engine.dispose()
 
-    async with AsyncPostgresStore.from_conn_string(
-        env.database_url, pool_config={"min_size": 1, "max_size": 4}
-    ) as store:
-        await store.setup()
-        namespace = ("memories", uid)
-
-        async def langgraph_store(r: int) -> None:
-            await store.aput(namespace, f"fact-{r}", {"content": fact(r)}, index=False)
-
-        ops = {
-            "ours": ours,
-            "floor": floor,
-            "langgraph_store": langgraph_store,
-            "naive": naive,
-            "diag_ours_sql": diag_ours_sql,
-            "diag_ours_file": diag_ours_file,
-            "diag_floor_sql": diag_floor_sql,
-            "diag_floor_file": diag_floor_file,
-        }
-        run = await interleave(ops, rounds=rounds, warmup=warmup, before_round=reset)
-        store_items = len(await store.asearch(namespace, limit=rounds + warmup + 10))
-
-    # Sanity: the floor wrote exactly the bytes ours wrote in the last round.
-    last = warmup + run.rounds - 1
-    ours_bytes = await workspace.read_file(MEMORY_PATH, 1 << 20)
-    same_bytes = ours_bytes == appended(base_text, fact(last)) == floor_path.read_bytes()
     stats = {name: summarize(samples) for name, samples in run.samples_ms.items()}
     ratios = {
         "ours/floor": ratio(stats["ours"], stats["floor"]),
@@ -164,8 +297,14 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         "naive/floor": ratio(stats["naive"], stats["floor"]),
     }
     diagnostics = {
-        "diag_ours_sql/diag_floor_sql": ratio(stats["diag_ours_sql"], stats["diag_floor_sql"]),
-        "diag_ours_file/diag_floor_file": ratio(stats["diag_ours_file"], stats["diag_floor_file"]),
+        "ours/diag_floor_unversioned": ratio(stats["ours"], stats["diag_floor_unversioned"]),
+        "floor/diag_floor_unversioned": ratio(stats["floor"], stats["diag_floor_unversioned"]),
+        "diag_ours_async_commit/ours": ratio(stats["diag_ours_async_commit"], stats["ours"]),
+        "diag_ours_async_commit/langgraph_store": ratio(
+            stats["diag_ours_async_commit"], stats["langgraph_store"]
+        ),
+        "diag_ours_no_pre_ping/ours": ratio(stats["diag_ours_no_pre_ping"], stats["ours"]),
+        "diag_ours_no_pre_ping/floor": ratio(stats["diag_ours_no_pre_ping"], stats["floor"]),
     }
     p50 = ratios["ours/floor"]["p50"]
     return {
@@ -186,6 +325,12 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         "checks": {
             "floor_bytes_equal_ours": same_bytes,
             "store_items_written": store_items,
+            "ours_statements_per_call": len(per_call["statements"]),
+            "ours_statements": per_call["statements"],
+            "ours_pool_checkouts_per_call": per_call["checkouts"],
+            "ours_thread_hops_per_call": per_call["thread_hops"],
+            "floor_round_trips_per_call": 3,
+            "floor_thread_hops_per_call": 2,
         },
         "samples_ms": {k: [round(v, 4) for v in vs] for k, vs in run.samples_ms.items()},
         "wall_s": run.wall_s,

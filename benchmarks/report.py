@@ -165,8 +165,9 @@ def _md_b1(b1: dict[str, Any]) -> list[str]:
     lines += _table(["ratio", "p50", "p95", "p99"], _ratio_rows(b1["ratios"]))
     if diag:
         lines += [
-            "Where the time goes (diagnostics, same rounds): each side split into its "
-            "transaction and its file work.",
+            "Diagnostics (same rounds): the floor before versions existed (no version row), "
+            "ours with `synchronous_commit = off` (a lever the product does not pull) and ours "
+            "on an engine without the pool's pre-ping.",
             "",
         ]
         lines += _table(
@@ -182,6 +183,17 @@ def _md_b1(b1: dict[str, Any]) -> list[str]:
         f"{_num(b1['checks']['floor_bytes_equal_ours'])}; failed calls: {b1['failures']}.",
         "",
     ]
+    checks = b1["checks"]
+    if "ours_statements_per_call" in checks:
+        lines += [
+            f"Per call, ours: {checks['ours_statements_per_call']} SQL statements (+ psycopg's "
+            f"`BEGIN`), {checks['ours_pool_checkouts_per_call']} pool checkout(s) (each with "
+            f"a pre-ping), {checks['ours_thread_hops_per_call']} worker-thread hops; the "
+            f"floor: {checks['floor_round_trips_per_call']} round trips, "
+            f"{checks['floor_thread_hops_per_call']} hops. Ours' statements: "
+            + "; ".join(f"`{s}`" for s in checks["ours_statements"]),
+            "",
+        ]
     return lines
 
 

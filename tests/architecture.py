@@ -24,7 +24,7 @@ STATIC = SRC / "web" / "static"
 #: named after their file). Imports may only point to the same layer or a layer listed earlier,
 #: except that the composition root (``bootstrap``) and the entry points may import anything.
 LAYERS = (
-    "base",  # errors, limits, vocabulary, identity, settings, utils
+    "base",  # errors, limits, vocabulary, identity, settings, utils, observability
     "db",
     "workspace",
     "repositories",
@@ -35,7 +35,16 @@ LAYERS = (
     "api",
     "cli",
 )
-BASE_MODULES = {"errors", "limits", "vocabulary", "identity", "settings", "utils", "__init__"}
+BASE_MODULES = {
+    "errors",
+    "limits",
+    "vocabulary",
+    "identity",
+    "settings",
+    "utils",
+    "observability",
+    "__init__",
+}
 #: Only these layers may open a database session or write SQL (``db`` owns engine/migrations,
 #: ``bootstrap`` builds the engine and the unit-of-work factory and hands them to services).
 STORAGE_LAYERS = ("db", "repositories", "services", "bootstrap")

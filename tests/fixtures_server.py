@@ -36,7 +36,15 @@ class LiveServer:
 
 
 @pytest.fixture
-def live_server(settings: Settings, tmp_path: Path) -> Iterator[LiveServer]:
+def live_server_env() -> dict[str, str]:
+    """More ``YUXI_*`` settings for the server; a test module overrides this fixture."""
+    return {}
+
+
+@pytest.fixture
+def live_server(
+    settings: Settings, tmp_path: Path, live_server_env: dict[str, str]
+) -> Iterator[LiveServer]:
     port = _free_port()
     log_path = tmp_path / "server.log"
     env = {
@@ -49,6 +57,7 @@ def live_server(settings: Settings, tmp_path: Path) -> Iterator[LiveServer]:
         "YUXI_HEARTBEAT_SECONDS": "2",
         "YUXI_LEASE_SECONDS": "10",
         "YUXI_POLL_SECONDS": os.environ.get("YUXI_TEST_SERVER_POLL_SECONDS", "5"),
+        **live_server_env,
     }
     with log_path.open("wb") as log:
         proc = subprocess.Popen(

@@ -22,8 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.db.engine import create_engine, create_session_factory, libpq_url
 from yuxi.db.notifications import Notifications
+from yuxi.observability.metrics import Metrics
 from yuxi.runtime.agent_runtime import AgentRuntime, RunLimits
 from yuxi.services.chat_service import ChatService
+from yuxi.services.health_service import HealthService
 from yuxi.services.lookback_service import LookbackService
 from yuxi.services.memory_history_service import MemoryHistoryService
 from yuxi.services.memory_service import MemoryService
@@ -62,6 +64,8 @@ class Container:
     uow: UnitOfWorkFactory
     services: Services
     embedded: EmbeddedPostgres | None = None
+    #: This process's metrics (one registry per container; see yuxi.observability.metrics).
+    metrics: Metrics = field(default_factory=Metrics)
     _closed: bool = field(default=False, repr=False)
 
     def workspace(self, uid: str) -> Workspace:
@@ -100,22 +104,25 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     def workspaces(uid: str) -> Workspace:
         return Workspace(root, uid)
 
+    metrics = Metrics(process=True)
     memory = MemoryService(
         uow,
         root,
         workspaces,
         writes_per_run=settings.memory_writes_per_run,
         bytes_per_run=settings.memory_bytes_per_run,
+        metrics=metrics,
     )
-    runs = RunService(uow, lease_seconds=settings.lease_seconds)
+    runs = RunService(uow, lease_seconds=settings.lease_seconds, metrics=metrics)
     services = Services(
         chat=ChatService(uow),
         memory=memory,
         memory_history=MemoryHistoryService(uow, workspaces),
-        lookback=LookbackService(uow),
+        lookback=LookbackService(uow, metrics=metrics),
         users=UserService(uow, workspaces),
         files=WorkspaceFileService(workspaces, memory, runs),
         runs=runs,
+        health=HealthService(uow),
     )
     return Container(
         settings=settings,
@@ -126,6 +133,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
         uow=uow,
         services=services,
         embedded=embedded,
+        metrics=metrics,
     )
 
 
@@ -147,7 +155,10 @@ async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime
     )
     async with open_checkpointer(container.database_url) as checkpointer:
         yield AgentRuntime(
-            model=build_chat_model(settings), checkpointer=checkpointer, limits=limits
+            model=build_chat_model(settings),
+            checkpointer=checkpointer,
+            limits=limits,
+            metrics=container.metrics,
         )
 
 

@@ -12,9 +12,11 @@ from typing import TypeVar
 
 import typer
 
+from yuxi.api.access_log import install_access_log_redaction, redact_credentials
 from yuxi.bootstrap import Container, bootstrap, resolve_database_url
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.errors import ConfigurationError, YuxiError
+from yuxi.observability.logs import configure_logging
 from yuxi.settings import load_settings
 from yuxi.utils.ports import listen_problem
 
@@ -84,9 +86,15 @@ def db_status() -> None:
 @db_app.command("stop")
 def db_stop() -> None:
     """Stop the embedded PostgreSQL, whoever started it."""
-    settings = load_settings()
-    stopped = EmbeddedPostgres(settings.pgdata_dir).stop()
+    stopped = EmbeddedPostgres(load_settings().pgdata_dir).stop()
     typer.echo("stopped" if stopped else "was not running")
+
+
+@db_app.command("upgrade-server")
+def db_upgrade_server() -> None:
+    """Move an embedded data dir made by an older PostgreSQL to this one (the old kept aside)."""
+    done = EmbeddedPostgres(load_settings().pgdata_dir).upgrade_server()
+    typer.echo(f"upgraded; old data kept at {done.kept_at}" if done else "nothing to upgrade")
 
 
 @users_app.command("create")
@@ -211,9 +219,8 @@ async def _serve(container: Container, *, host: str, port: int, banner: str = ""
                 for sig in signals:
                     loop.remove_signal_handler(sig)
 
-    from yuxi.api.access_log import install_access_log_redaction
-
-    config = uvicorn.Config(create_app(container), host=host, port=port, log_level="info")
+    logs = None if container.settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG
+    config = uvicorn.Config(create_app(container), host=host, port=port, log_config=logs)
     # after Config: it (re)configures uvicorn's loggers; the filter goes on the one it logs to
     install_access_log_redaction()
     server = Server(config)
@@ -241,6 +248,7 @@ def require_free_port(host: str, port: int) -> None:
 def serve(host: str | None = _HOST, port: int | None = _PORT) -> None:
     """The HTTP API, the web UI and the in-process worker pool."""
     settings = load_settings()
+    configure_logging(settings.log_format, redact=redact_credentials)
     host, port = host or settings.host, port or settings.port
     require_free_port(host, port)
 
@@ -260,6 +268,8 @@ def worker(
 ) -> None:
     """Run workers in this process (alongside or instead of the server's pool)."""
     from yuxi.bootstrap import run_workers
+
+    configure_logging(load_settings().log_format, redact=redact_credentials)
 
     async def main(c: Container) -> None:
         stop = asyncio.Event()
@@ -376,6 +386,7 @@ async def demo_banner(container: Container, *, host: str, port: int) -> str:
 def run(host: str | None = _HOST, port: int | None = _PORT) -> None:
     """Development run: embedded PostgreSQL, migrations, a demo user, then the server."""
     settings = load_settings()
+    configure_logging(settings.log_format, redact=redact_credentials)
     host, port = host or settings.host, port or settings.port
     require_free_port(host, port)
 

@@ -124,3 +124,9 @@ LOGIN_CODE_TTL_SECONDS = 5 * 60
 SESSION_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60
 #: A token created with an expiry (``yuxi tokens create --days N``) lives at most this many days.
 TOKEN_MAX_DAYS = 3650
+
+# -- operations (/metrics, /readyz) ---------------------------------------------------------------
+#: YUXI_METRICS_TOKEN: a scraper's Bearer token must be at least this long.
+METRICS_TOKEN_MIN_CHARS = 16
+#: GET /readyz: the database must answer ``SELECT 1`` within this many seconds.
+READINESS_TIMEOUT_SECONDS = 2.0

@@ -15,6 +15,7 @@ from yuxi.errors import ConfigurationError
 from yuxi.limits import (
     MEMORY_BYTES_PER_RUN,
     MEMORY_WRITES_PER_RUN,
+    METRICS_TOKEN_MIN_CHARS,
     MODEL_MAX_RETRIES,
     MODEL_MAX_TOKENS,
     MODEL_TIMEOUT_SECONDS,
@@ -23,6 +24,7 @@ from yuxi.limits import (
     RUN_TIMEOUT_SECONDS,
     RUN_TOOL_CALL_LIMIT,
 )
+from yuxi.observability.logs import LogFormat
 
 
 class Settings(BaseSettings):
@@ -63,6 +65,10 @@ class Settings(BaseSettings):
     memory_writes_per_run: int = Field(default=MEMORY_WRITES_PER_RUN, ge=0, le=1000)
     #: UTF-8 bytes of added memory text one run may write.
     memory_bytes_per_run: int = Field(default=MEMORY_BYTES_PER_RUN, ge=0, le=1024 * 1024)
+    #: ``json``: one JSON object per log line, with the run's ids on a run's lines.
+    log_format: LogFormat = "text"
+    #: Unset → ``GET /metrics`` does not exist (404). Set → it answers to this Bearer token.
+    metrics_token: SecretStr | None = Field(default=None, min_length=METRICS_TOKEN_MIN_CHARS)
 
     @field_validator("database_url")
     @classmethod
@@ -70,6 +76,12 @@ class Settings(BaseSettings):
         if value is None or not value.strip():
             return None
         return value.strip()
+
+    @field_validator("metrics_token", mode="before")
+    @classmethod
+    def _blank_token_is_unset(cls, value: object) -> object:
+        # compose passes an unset variable through as an empty string: that means "off"
+        return None if isinstance(value, str) and not value.strip() else value
 
     @property
     def workspace_root(self) -> Path:

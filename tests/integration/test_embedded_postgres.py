@@ -54,7 +54,7 @@ def test_a_crashed_owner_leaves_a_server_that_is_reused_then_stopped(pgdata: Pat
     assert server.stop() is False
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="pgserver widens parent permissions only as root")
+@pytest.mark.skipif(os.geteuid() != 0, reason="parent permissions are widened only as root")
 def test_data_dir_under_home_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="home directory"):
         EmbeddedPostgres(Path.home() / "yuxi-should-not-exist" / "pgdata").start()
@@ -70,3 +70,24 @@ def test_start_after_stop_in_the_same_process_really_starts(pgdata: Path) -> Non
     assert again.started_by_us is True
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_the_server_folds_case_in_every_script_and_listens_on_no_tcp_port(pgdata: Path) -> None:
+    """A cluster made here has the builtin C.UTF-8 locale: ILIKE and lower() are Unicode-aware
+    (not ASCII-only, as the libc C.UTF-8 ctype of the old embedded server was), and pg_trgm
+    keeps CJK characters in its trigrams (it classifies them with the libc ctype)."""
+    server = EmbeddedPostgres(pgdata)
+    url = server.start()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SHOW server_version_num").fetchone()[0].startswith("18")  # type: ignore[index]
+        assert conn.execute(
+            "SELECT 'Ä' ILIKE 'ä', 'Σ' ILIKE 'σ', lower('ÄΣ') = 'äσ', 'ÄΣ' ~* 'äσ'"
+        ).fetchone() == (True, True, True, True)
+        assert conn.execute(
+            "SELECT datlocprovider, datlocale, datctype FROM pg_database "
+            "WHERE datname = current_database()"
+        ).fetchone() == ("b", "C.UTF-8", "C.UTF-8")
+        assert conn.execute("SHOW listen_addresses").fetchone() == ("",)
+        conn.execute("CREATE EXTENSION pg_trgm")
+        trigrams = conn.execute("SELECT show_trgm('记忆检索')").fetchone()
+        assert trigrams is not None and len(trigrams[0]) == 5  # 2 padded + 2 inner + 1 tail

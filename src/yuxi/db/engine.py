@@ -36,6 +36,8 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,
+        # SQL parameters (memory text, messages) never reach an error message or a log line
+        hide_parameters=True,
         # A statement stuck behind a lock must not hang a request forever. Custom plans only:
         # psycopg prepares a statement after 5 runs, and PostgreSQL's generic plan for the
         # history search (one user's rows, a LIKE pattern) scans all of that user's messages —

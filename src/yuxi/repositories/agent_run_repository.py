@@ -13,26 +13,25 @@ time, so callers keep lease transactions short.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from yuxi.db.models import AgentRun, Conversation
+from yuxi.db.models import AgentRun
 from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
 from yuxi.errors import ActiveRunExists, Conflict
 from yuxi.identity import RunIdentity
+from yuxi.repositories import _memory_gate as gate
 from yuxi.repositories import _run_lease as lease
+from yuxi.repositories._memory_gate import MemoryWriteAuthorization
 from yuxi.repositories._notify import notify
 from yuxi.repositories._run_lease import new_worker_id, owned_live_lease
 from yuxi.vocabulary import (
     CLAIMABLE_RUN_TYPES,
     LEASE_EXPIRED,
-    MEMORY_READ_ONLY_SOURCES,
-    MEMORY_WRITE_RUN_TYPES,
     PARENT_RUN_ENDED,
     SETTLED_RUN_STATUSES,
 )
@@ -45,23 +44,6 @@ __all__ = [
     "new_worker_id",
     "owned_live_lease",
 ]
-
-_USER_MEMORY_LOCK = text(
-    "SELECT pg_advisory_xact_lock(hashtextextended('user-memory:' || :uid, 0))"
-)
-
-
-@dataclass(frozen=True)
-class MemoryWriteAuthorization:
-    """The gate's answer; when ``ok``, also the run's memory write quota used so far (read
-    under the same ``FOR UPDATE``, so it cannot change before this transaction ends)."""
-
-    ok: bool
-    reason: str = ""
-    memory_writes: int = 0
-    memory_write_bytes: int = 0
-    #: The run's thread may read memory but never change it (an evaluation).
-    read_only: bool = False
 
 
 class AgentRunRepository:
@@ -317,76 +299,15 @@ class AgentRunRepository:
 
     async def lock_user_memory(self, uid: str) -> None:
         """The per-uid memory lock every MEMORY.md writer takes; released at transaction end."""
-        await self.session.execute(_USER_MEMORY_LOCK, {"uid": uid})
+        await self.session.execute(gate.lock_user_memory(uid))
 
     async def lock_memory_write(self, identity: RunIdentity) -> MemoryWriteAuthorization:
-        """Take the per-uid memory lock, then lock and check the run that asks to write.
-
-        1. ``pg_advisory_xact_lock(hashtextextended('user-memory:' || uid, 0))`` — held until
-           the caller's transaction ends, so every same-uid writer is serialized;
-        2. ``SELECT … FOR UPDATE`` of the AgentRun, so its lease cannot change under us;
-        3. the run must be this user's, on this thread and request, a top-level chat/resume
-           run, ``running`` without a cancel request, owned by ``worker_id`` with a lease that
-           has not expired by ``now()``.
-        """
-        uid, thread_id, run_id = identity.uid, identity.thread_id, identity.run_id
-        request_id, worker_id = identity.request_id, identity.worker_id
-        await self.lock_user_memory(uid)
-        row = (
-            await self.session.execute(
-                select(
-                    AgentRun.uid,
-                    AgentRun.conversation_thread_id,
-                    AgentRun.request_id,
-                    AgentRun.run_type,
-                    AgentRun.status,
-                    AgentRun.cancel_requested,
-                    AgentRun.worker_id,
-                    (AgentRun.lease_expires_at > func.now()).label("lease_alive"),
-                    AgentRun.memory_writes,
-                    AgentRun.memory_write_bytes,
-                    select(Conversation.source)
-                    .where(Conversation.thread_id == AgentRun.conversation_thread_id)
-                    .scalar_subquery()
-                    .label("source"),
-                )
-                .where(AgentRun.id == run_id)
-                .with_for_update(of=AgentRun)
-            )
-        ).one_or_none()
-        if row is None:
-            return MemoryWriteAuthorization(False, "run not found")
-        checks = (
-            (row.uid == uid, "run belongs to another user"),
-            (row.conversation_thread_id == thread_id, "run belongs to another thread"),
-            (row.request_id == request_id, "run belongs to another request"),
-            (row.run_type in MEMORY_WRITE_RUN_TYPES, f"{row.run_type} runs may not write memory"),
-            (row.status == "running", f"run is {row.status}, not running"),
-            (not row.cancel_requested, "run has a cancel request"),
-            (row.worker_id is not None and row.worker_id == worker_id, "worker does not own run"),
-            (bool(row.lease_alive), "the run's lease has expired"),
-        )
-        for ok, reason in checks:
-            if not ok:
-                return MemoryWriteAuthorization(False, reason)
-        return MemoryWriteAuthorization(
-            True,
-            "",
-            row.memory_writes,
-            row.memory_write_bytes,
-            read_only=row.source in MEMORY_READ_ONLY_SOURCES,
-        )
-
-    async def count_memory_write(self, run_id: str, added_bytes: int) -> None:
-        """Add one write of ``added_bytes`` to the run's quota used (call under the gate)."""
-        await self.session.execute(
-            update(AgentRun)
-            .where(AgentRun.id == run_id)
-            .values(
-                memory_writes=AgentRun.memory_writes + 1,
-                memory_write_bytes=AgentRun.memory_write_bytes + added_bytes,
-            )
-        )
+        """Take the per-uid memory lock, lock the run that asks to write and check it, and read
+        the memory switch under the lock — one statement (:func:`._memory_gate.gate`)."""
+        # Core, not the ORM: the statement selects columns only, and this is the hot path.
+        connection = await self.session.connection()
+        row = (await connection.execute(*gate.gate(identity))).one_or_none()
+        return gate.authorize(identity, row)
 
     # -- listing (added for the thread view; kept at the end for an easy merge) ----------------
 

@@ -5,8 +5,10 @@ Opened by :func:`yuxi.bootstrap.open_agent_runtime` only in processes that execu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from yuxi.observability.metrics import Metrics
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -30,3 +32,5 @@ class AgentRuntime:
     model: BaseChatModel
     checkpointer: Any  # langgraph's AsyncPostgresSaver
     limits: RunLimits
+    #: Where the executor reports run durations (the container's; a fresh one in tests).
+    metrics: Metrics = field(default_factory=Metrics)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 
 from yuxi.agents.middlewares.tool_call_integrity import closing_messages
 from yuxi.limits import RUN_MAX_STEPS
+from yuxi.observability.logs import bind_run
 from yuxi.runtime.graph_assembly import assemble_chatbot_graph, build_graph_input
 from yuxi.runtime.run_failures import classify_failure
 from yuxi.runtime.stream_events import (
@@ -47,6 +49,8 @@ class _Outcome:
     reply: str = ""
     interrupt: Any = None
     usage: RunUsage = field(default_factory=RunUsage)
+    started: float = field(default_factory=time.perf_counter)
+    tokens: int = 0
 
 
 class RunExecutor:
@@ -61,13 +65,32 @@ class RunExecutor:
         self._workspace_for = workspace_for
 
     async def execute(self, claimed: ClaimedRun) -> None:
-        """Drive the run to a terminal status. Raises LeaseLost if ownership went away."""
+        """Drive the run to a terminal status. Raises LeaseLost if ownership went away.
+
+        Runs in a task of its own (the worker's): every log line from here on carries the run's
+        ids, and its wall time is observed by the status it ended with (``cancelled`` when the
+        task was cancelled; nothing when the lease was lost or recording failed)."""
+        identity = claimed.identity
+        bind_run(identity.run_id, identity.thread_id)
+        _log.info("run %s started (attempt %d)", identity.run_id, claimed.attempt)
+        outcome, status = _Outcome(), ""
+        try:
+            status = await self._execute(claimed, outcome)
+        except asyncio.CancelledError:
+            status = "cancelled"
+            raise
+        finally:
+            if status:
+                took = time.perf_counter() - outcome.started
+                self._runtime.metrics.run_finished(status, took)
+                _log.info("run %s %s after %.3f s", identity.run_id, status, took)
+
+    async def _execute(self, claimed: ClaimedRun, outcome: _Outcome) -> str:
         identity = claimed.identity
         runs = self._services.runs
         await runs.record_event(
             identity, "run_status", {"status": "running", "attempt": claimed.attempt}
         )
-        outcome = _Outcome()
         try:
             graph = await assemble_chatbot_graph(
                 claimed,
@@ -109,19 +132,20 @@ class RunExecutor:
                 error_message=failure.message,
                 output={"usage": outcome.usage.to_payload()},
             )
-            return
+            return "failed"
         if outcome.interrupt is not None:
             await runs.finish(
                 identity,
                 "interrupted",
                 output={"interrupt": outcome.interrupt, "usage": outcome.usage.to_payload()},
             )
-        else:
-            await runs.finish(
-                identity,
-                "completed",
-                output={"reply": outcome.reply, "usage": outcome.usage.to_payload()},
-            )
+            return "interrupted"
+        await runs.finish(
+            identity,
+            "completed",
+            output={"reply": outcome.reply, "usage": outcome.usage.to_payload()},
+        )
+        return "completed"
 
     async def _close_open_calls(
         self, claimed: ClaimedRun, earlier: list[Any], graph_input: Any
@@ -139,6 +163,10 @@ class RunExecutor:
         runs, identity = self._services.runs, claimed.identity
         match event:
             case TokenText(text=text):
+                if not outcome.tokens:
+                    first = time.perf_counter() - outcome.started
+                    self._runtime.metrics.time_to_first_token.observe(first)
+                outcome.tokens += 1
                 await runs.record_event(identity, "token", {"text": text})
             case ToolCallsProposed(content=content, calls=calls):
                 await runs.record_tool_calls(identity, content, calls)

@@ -48,7 +48,7 @@ class WorkerStats:
     finished: int = 0
     lost: int = 0
     reconciled: int = 0
-    #: Idle waits ended by a notification (or a listener reconnect), not by the safety poll.
+    #: Idle waits ended by a notification, a listener reconnect or the pool's safety poke.
     woken: int = 0
     #: Idle waits ended by the safety poll's timer.
     polled: int = 0

@@ -1,13 +1,21 @@
 """Recording one change of MEMORY.md as a version, with crash repair and retention.
 
 Called only by :mod:`yuxi.services._memory_writer`, inside the per-user advisory lock and the
-file lock, after the new text is computed and *before* it is published: insert (flush) → publish
-→ commit. So a committed version always describes a publish that happened, and the only way the
-history can fall behind the file is a publish whose commit was lost (a crash, a lost connection),
-or a change made outside Yuxi. :func:`record_change` detects that the next time anyone writes —
+file lock, after the new text is computed and *before* it is published: insert → publish →
+commit (the insert, the gap check, the quota count and retention are one statement). So a
+committed version always describes a publish that happened, and the only way the history can
+fall behind the file is a publish whose commit was lost (a crash, a lost connection), or a
+change made outside Yuxi. :func:`record_change` detects that the next time anyone writes —
 the file's sha256 is not the newest version's — and first records the file as it is on disk as a
 ``system`` / ``recovered`` version, so the chain (each ``parent_sha256`` = the previous version's
 ``sha256``) has no gap and the newest version always equals the file after a write.
+
+Why every commit is synchronous (no ``synchronous_commit = off``): the file is published
+before the commit, so a commit lost in a database crash loses no bytes of MEMORY.md, but it
+does lose the version row (the next write records the file as ``system`` / ``recovered``: the
+agent, run, thread, asking message and tool call of that change are gone, and the
+``version_id`` the writer was told no longer exists) and the run's quota count (the run may
+write again what it already wrote). Benchmark B1 measures what the lever would buy.
 
 Retention: after each insert, only the newest :data:`MEMORY_VERSIONS_KEEP` versions are kept,
 and the oldest go while the retained contents sum to more than :data:`MEMORY_VERSIONS_MAX_BYTES`;
@@ -22,6 +30,7 @@ from dataclasses import dataclass
 
 from yuxi.db.models import MemoryVersion
 from yuxi.limits import MEMORY_VERSIONS_KEEP, MEMORY_VERSIONS_MAX_BYTES
+from yuxi.repositories.memory_version_repository import EMPTY_SHA256, Quota
 from yuxi.services.unit_of_work import UnitOfWork
 from yuxi.workspace.filesystem import etag_for
 
@@ -29,6 +38,7 @@ __all__ = [
     "EMPTY_SHA256",
     "CurrentFile",
     "Provenance",
+    "Quota",
     "new_version_id",
     "record_change",
     "sha256_hex",
@@ -37,9 +47,6 @@ __all__ = [
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-EMPTY_SHA256 = sha256_hex(b"")
 
 
 def new_version_id() -> str:
@@ -92,39 +99,49 @@ async def record_change(
     kind: str,
     provenance: Provenance = NO_PROVENANCE,
     target_version_id: str | None = None,
+    quota: Quota | None = None,
 ) -> MemoryVersion:
-    """Record the change ``current`` → ``result`` (repairing a gap first); returns the row."""
+    """Record the change ``current`` → ``result`` (repairing a gap first), count ``quota`` and
+    apply retention; returns the row.
+
+    The steady state is one statement (:meth:`MemoryVersionRepository.record`): it inserts only
+    if the newest version is ``current``. If it is not (the history fell behind the file), the
+    file as it is on disk is recorded first as ``system`` / ``recovered`` and the statement is
+    run again.
+    """
     repo = uow.memory_versions
+    version = MemoryVersion(
+        version_id=new_version_id(),
+        uid=uid,
+        actor=actor,
+        kind=kind,
+        run_id=provenance.run_id,
+        thread_id=provenance.thread_id,
+        message_id=provenance.message_id,
+        tool_call_id=provenance.tool_call_id,
+        target_version_id=target_version_id,
+        sha256=sha256_hex(result),
+        size=len(result),
+        parent_sha256=current.sha256,
+        content=result.decode("utf-8"),
+    )
+    limits = {"keep": MEMORY_VERSIONS_KEEP, "max_bytes": MEMORY_VERSIONS_MAX_BYTES}
+    recorded = await repo.record(version, quota=quota, **limits)
+    if recorded is not None:
+        return recorded
     known = await repo.newest_sha256(uid) or EMPTY_SHA256
-    if current.sha256 != known:
-        await repo.add(
-            MemoryVersion(
-                version_id=new_version_id(),
-                uid=uid,
-                actor="system",
-                kind="recovered",
-                sha256=current.sha256,
-                size=len(current.data),
-                parent_sha256=known,
-                content=current.recordable_text(),
-            )
-        )
-    version = await repo.add(
+    await repo.add(
         MemoryVersion(
             version_id=new_version_id(),
             uid=uid,
-            actor=actor,
-            kind=kind,
-            run_id=provenance.run_id,
-            thread_id=provenance.thread_id,
-            message_id=provenance.message_id,
-            tool_call_id=provenance.tool_call_id,
-            target_version_id=target_version_id,
-            sha256=sha256_hex(result),
-            size=len(result),
-            parent_sha256=current.sha256,
-            content=result.decode("utf-8"),
+            actor="system",
+            kind="recovered",
+            sha256=current.sha256,
+            size=len(current.data),
+            parent_sha256=known,
+            content=current.recordable_text(),
         )
     )
-    await repo.prune(uid, keep=MEMORY_VERSIONS_KEEP, max_bytes=MEMORY_VERSIONS_MAX_BYTES)
-    return version
+    recorded = await repo.record(version, quota=quota, **limits)
+    assert recorded is not None, "the recovered version is the newest under the lock"
+    return recorded

@@ -5,13 +5,18 @@ A writer opens :meth:`MemoryWriteLock.for_user` (the owner: file API, UI, restor
 after approval). Either holds, in this order and until it ends:
 
 1. the per-uid PostgreSQL advisory lock (for an agent, taken by
-   ``AgentRunRepository.lock_memory_write``, which also ``SELECT … FOR UPDATE``\\ s the run and
-   checks its lease by the database clock; then the switch is read again: off → refused);
-2. the per-uid workspace lock (:meth:`~yuxi.workspace.filesystem.Workspace.locked`);
+   ``AgentRunRepository.lock_memory_write`` in the same statement that ``SELECT … FOR
+   UPDATE``\\ s the run, checks its lease by the database clock and reads the switch
+   ``FOR SHARE``: off → refused);
+2. the per-uid workspace lock (:meth:`~yuxi.workspace.filesystem.Workspace.locked_then`),
 
-and reads the current file. :meth:`LockedMemory.publish` then records the version (flush),
-publishes the file, and the block commits as it ends, still inside both locks. A block that
-published nothing commits nothing.
+and reads the current file (the flock and the read in one worker thread). :meth:`LockedMemory.
+publish` then records the version (one statement: gap check, insert, asking message, quota,
+retention), publishes the file, and the block commits as it ends, still inside both locks. A
+block that published nothing commits nothing.
+
+The steady-state agent write is therefore three statements (gate, record, commit) and two hops
+off the event loop (flock + read, publish).
 """
 
 from __future__ import annotations
@@ -30,17 +35,19 @@ from yuxi.services._memory_versions import (
     NO_PROVENANCE,
     CurrentFile,
     Provenance,
+    Quota,
     record_change,
 )
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
-__all__ = ["LockedMemory", "MemoryWriteLock", "read_current_file"]
+__all__ = ["LockedMemory", "MemoryWriteLock", "read_current_file_sync"]
 
 
-async def read_current_file(workspace: Workspace) -> CurrentFile:
+def read_current_file_sync(workspace: Workspace) -> CurrentFile:
+    """MEMORY.md as it is now, bounded by the file limit (missing reads as empty)."""
     try:
-        data, truncated = await workspace.read_authorized_file_prefix(
+        data, truncated = workspace.read_authorized_file_prefix_sync(
             MEMORY_PATH, MEMORY_FILE_MAX_BYTES
         )
     except WorkspaceFileNotFound:
@@ -62,16 +69,13 @@ class LockedMemory:
     published: list[MemoryVersion] = field(default_factory=list)
 
     async def agent_provenance(self, tool_call_id: str | None) -> Provenance:
-        """The run, thread, asking user message and tool call of this agent write."""
+        """The run, thread and tool call of this agent write; the asking user message (the
+        thread's newest) is looked up by the statement that records the version."""
         if self.identity is None:
             return NO_PROVENANCE
-        message_id = await self.uow.memory_versions.asking_message_id(
-            self.uid, self.identity.thread_id
-        )
         return Provenance(
             run_id=self.identity.run_id,
             thread_id=self.identity.thread_id,
-            message_id=message_id,
             tool_call_id=tool_call_id,
         )
 
@@ -83,8 +87,10 @@ class LockedMemory:
         kind: str,
         provenance: Provenance = NO_PROVENANCE,
         target_version_id: str | None = None,
+        quota: Quota | None = None,
     ) -> MemoryVersion:
-        """Record the version, then replace the file with ``result`` (``None`` deletes it)."""
+        """Record the version (counting ``quota`` in the same statement), then replace the file
+        with ``result`` (``None`` deletes it)."""
         version = await record_change(
             self.uow,
             self.uid,
@@ -94,6 +100,7 @@ class LockedMemory:
             kind=kind,
             provenance=provenance,
             target_version_id=target_version_id,
+            quota=quota,
         )
         if result is None:
             with contextlib.suppress(WorkspaceFileNotFound):
@@ -134,8 +141,8 @@ class MemoryWriteLock:
                 raise MemoryReadOnly(
                     "this is an evaluation run: it sees memory but may not change it"
                 )
-            # Re-read the switch under the lock: turning memory off mid-run wins.
-            if not await uow.users.memory_enabled(identity.uid):
+            # The switch as read under the lock: turning memory off mid-run wins.
+            if not auth.memory_enabled:
                 raise MemoryDisabled("memory is turned off for this user")
             async with self._locked(uow, identity.uid) as locked:
                 locked.auth, locked.identity = auth, identity
@@ -144,8 +151,9 @@ class MemoryWriteLock:
     @asynccontextmanager
     async def _locked(self, uow: UnitOfWork, uid: str) -> AsyncIterator[LockedMemory]:
         workspace = self._workspace(uid)
-        async with workspace.locked():
-            locked = LockedMemory(uow, workspace, uid, await read_current_file(workspace))
+        # One hop off the event loop: the flock and the read run in the same worker thread.
+        async with workspace.locked_then(lambda: read_current_file_sync(workspace)) as current:
+            locked = LockedMemory(uow, workspace, uid, current)
             yield locked
             if locked.published:
                 # Still inside both locks: the version and the file change become visible

@@ -11,6 +11,7 @@ Each coroutine returns a :class:`LookbackResult` (the budgeted response) or rais
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from yuxi.limits import (
     SEARCH_QUERY_MAX_CHARS,
     THREAD_ID_MAX_CHARS,
 )
+from yuxi.observability.metrics import Metrics
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text, is_valid_text
 
@@ -65,14 +67,39 @@ def _check_uid(uid: object) -> str:
 
 
 class LookbackService:
-    def __init__(self, uow: UnitOfWorkFactory) -> None:
+    def __init__(self, uow: UnitOfWorkFactory, *, metrics: Metrics | None = None) -> None:
         self._uow = uow
+        self._metrics = metrics or Metrics()
 
     async def search_thread_messages(
         self, *, uid: str, query: object, limit: object = 5, current_run_id: str | None = None
     ) -> LookbackResult:
         """``current_run_id``: the searching run, whose own messages (the question that asked
         for this search) are left out of the results."""
+        started = time.perf_counter()
+        try:
+            return await self._search(uid, query, limit, current_run_id)
+        finally:
+            self._metrics.history_call("search_thread_messages", time.perf_counter() - started)
+
+    async def read_thread_messages(
+        self,
+        *,
+        uid: str,
+        thread_id: object,
+        message_id: object = None,
+        limit: object = 20,
+        include_tools: object = False,
+    ) -> LookbackResult:
+        started = time.perf_counter()
+        try:
+            return await self._read(uid, thread_id, message_id, limit, include_tools)
+        finally:
+            self._metrics.history_call("read_thread_messages", time.perf_counter() - started)
+
+    async def _search(
+        self, uid: str, query: object, limit: object, current_run_id: str | None
+    ) -> LookbackResult:
         _check_uid(uid)
         q = check_text("query", query, max_chars=SEARCH_QUERY_MAX_CHARS, strip=True)
         n = _int_arg(limit, "limit", 1, SEARCH_MAX_ITEMS)
@@ -88,14 +115,13 @@ class LookbackService:
             _log.warning("search_thread_messages failed: %r", exc)
             raise StorageUnavailable("history is unavailable right now") from None
 
-    async def read_thread_messages(
+    async def _read(
         self,
-        *,
         uid: str,
         thread_id: object,
-        message_id: object = None,
-        limit: object = 20,
-        include_tools: object = False,
+        message_id: object,
+        limit: object,
+        include_tools: object,
     ) -> LookbackResult:
         _check_uid(uid)
         if (

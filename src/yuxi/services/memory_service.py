@@ -26,6 +26,7 @@ under the same lock; an ``unchanged`` result costs nothing.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -40,6 +41,7 @@ from yuxi.errors import (
     UnauthorizedRun,
     WorkspaceError,
     WorkspaceFileNotFound,
+    YuxiError,
 )
 from yuxi.identity import RunIdentity
 from yuxi.limits import (
@@ -50,6 +52,7 @@ from yuxi.limits import (
     MEMORY_REPLACES_MAX_BYTES,
     MEMORY_WRITES_PER_RUN,
 )
+from yuxi.observability.metrics import Metrics
 from yuxi.services._memory_edits import MemoryFileEdits
 from yuxi.services._memory_text import (
     PROMPT_TRUNCATION_NOTE,
@@ -60,6 +63,7 @@ from yuxi.services._memory_text import (
     encode_result,
     snapshot_of,
 )
+from yuxi.services._memory_versions import Quota
 from yuxi.services._memory_writer import LockedMemory, MemoryWriteLock
 from yuxi.services.unit_of_work import UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
@@ -120,8 +124,10 @@ class MemoryService:
         *,
         writes_per_run: int = MEMORY_WRITES_PER_RUN,
         bytes_per_run: int = MEMORY_BYTES_PER_RUN,
+        metrics: Metrics | None = None,
     ) -> None:
         self._uow = uow
+        self._metrics = metrics or Metrics()
         self._workspace = workspace_factory or (lambda uid: Workspace(workspace_root, uid))
         self._lock = MemoryWriteLock(uow, self._workspace)
         self._edits = MemoryFileEdits(uow, self._workspace)
@@ -174,8 +180,20 @@ class MemoryService:
 
         Only a lease-holding identity may write; the run row decides under ``FOR UPDATE``.
         ``tool_call_id`` (the model's call) is recorded on the version with the run's thread
-        and the user message that asked.
+        and the user message that asked. Counted in ``yuxi_memory_writes`` by result (the
+        status, or the refusal's error code).
         """
+        try:
+            result = await self._remember_memory(identity, content, replaces, tool_call_id)
+        except YuxiError as exc:
+            self._metrics.memory_write(exc.code)
+            raise
+        self._metrics.memory_write(result.status)
+        return result
+
+    async def _remember_memory(
+        self, identity: RunIdentity, content: object, replaces: object, tool_call_id: str | None
+    ) -> MemoryWriteResult:
         if not identity.holds_lease:
             raise UnauthorizedRun("this run holds no lease and may not write memory")
         text = check_text("content", content, max_bytes=MEMORY_CONTENT_MAX_BYTES)
@@ -186,7 +204,9 @@ class MemoryService:
         )
         published: list[MemoryWriteResult] = []
         try:
+            waiting = time.perf_counter()
             async with self._lock.for_agent(identity) as locked:
+                self._metrics.memory_lock_wait.observe(time.perf_counter() - waiting)
                 return await self._remember(locked, text, old, tool_call_id, published)
         except _STORAGE_ERRORS as exc:
             _log.warning("remember_memory for %s failed: %r", identity.uid, exc)
@@ -236,12 +256,12 @@ class MemoryService:
                 f"this one adds {added} bytes. Nothing was written; tell the user.",
                 details={"quota_remaining": asdict(self._remaining(writes, used))},
             )
-        await locked.uow.runs.count_memory_write(locked.identity.run_id, added)
         version = await locked.publish(
             data,
             actor="agent",
             kind="add" if replaces is None else "replace",
             provenance=await locked.agent_provenance(tool_call_id),
+            quota=Quota(locked.identity.run_id, added),
         )
         result = MemoryWriteResult(
             "updated",

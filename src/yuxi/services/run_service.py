@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from yuxi.errors import UnauthorizedRun
 from yuxi.identity import RunIdentity
 from yuxi.limits import EVENT_TEXT_BYTES
+from yuxi.observability.metrics import Metrics
 from yuxi.services._run_records import (
     ClaimedRun,
     Heartbeat,
@@ -57,9 +58,12 @@ def _lease_token(identity: RunIdentity) -> str:
 
 
 class RunService:
-    def __init__(self, uow: UnitOfWorkFactory, *, lease_seconds: float) -> None:
+    def __init__(
+        self, uow: UnitOfWorkFactory, *, lease_seconds: float, metrics: Metrics | None = None
+    ) -> None:
         self._uow = uow
         self._lease_seconds = lease_seconds
+        self._metrics = metrics or Metrics()
 
     # -- claim, heartbeat, reconcile ----------------------------------------------------------
 
@@ -108,6 +112,8 @@ class RunService:
                     {"status": "failed", "error": {"code": run.error_code}},
                 )
             await uow.commit()
+        for run in reconciled:
+            self._metrics.reconciled(run.error_code)
         return reconciled
 
     # -- the lease-fenced record of a run ---------------------------------------------------------

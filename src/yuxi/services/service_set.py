@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from yuxi.services.chat_service import ChatService
+from yuxi.services.health_service import HealthService
 from yuxi.services.lookback_service import LookbackService
 from yuxi.services.memory_history_service import MemoryHistoryService
 from yuxi.services.memory_service import MemoryService
@@ -27,3 +28,4 @@ class Services:
     users: UserService
     files: WorkspaceFileService
     runs: RunService
+    health: HealthService

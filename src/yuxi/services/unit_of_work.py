@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.repositories.health_repository import HealthRepository
 from yuxi.repositories.memory_version_repository import MemoryVersionRepository
 from yuxi.repositories.run_event_repository import RunEventRepository
 from yuxi.repositories.token_repository import TokenRepository
@@ -40,6 +41,7 @@ class UnitOfWork:
     events: RunEventRepository
     tool_calls: ToolCallRepository
     memory_versions: MemoryVersionRepository
+    health: HealthRepository
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
@@ -55,6 +57,7 @@ class UnitOfWork:
         self.events = RunEventRepository(session)
         self.tool_calls = ToolCallRepository(session)
         self.memory_versions = MemoryVersionRepository(session)
+        self.health = HealthRepository(session)
         return self
 
     async def __aexit__(

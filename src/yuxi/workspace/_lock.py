@@ -24,9 +24,12 @@ import contextlib
 import fcntl
 import os
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, TypeVar, cast
+
+T = TypeVar("T")
 
 #: Back-off between attempts on a lock another process holds (seconds, doubling up to the cap).
 _RETRY_FIRST = 0.001
@@ -61,25 +64,69 @@ def _process_lock(path: Path) -> asyncio.Lock:
 
 @asynccontextmanager
 async def workspace_lock(workspace_root: Path, workspace_dir_name: str) -> AsyncIterator[None]:
-    """Hold the user's lock file exclusively for the block.
+    """Hold the user's lock file exclusively for the block (see :func:`workspace_lock_then`)."""
+    async with workspace_lock_then(workspace_root, workspace_dir_name, _nothing):
+        yield
 
-    Waiting never occupies a thread: this process's waiters queue on an :class:`asyncio.Lock`
-    (one per lock file), and the one at the front polls a non-blocking ``flock`` with a short
-    back-off while another process holds it. (A blocking ``flock`` in a worker thread per
+
+def _nothing() -> None:
+    return None
+
+
+def _open_lock_then(path: Path, first: Callable[[], T]) -> tuple[int, bool, T | None]:
+    """In a worker thread: open the lock file, try the ``flock`` and, if it was free, run
+    ``first`` while holding it. On an error the descriptor is closed (the lock goes with it)."""
+    fd = _open(path)
+    try:
+        if not _try_lock(fd):
+            return fd, False, None
+        return fd, True, first()
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _close_abandoned(job: asyncio.Future[tuple[int, bool, Any]]) -> None:
+    """The waiter was cancelled while the thread opened (and maybe locked): close its fd."""
+    if not job.cancelled() and job.exception() is None:
+        os.close(job.result()[0])
+
+
+@asynccontextmanager
+async def workspace_lock_then(
+    workspace_root: Path, workspace_dir_name: str, first: Callable[[], T]
+) -> AsyncIterator[T]:
+    """Hold the user's lock file exclusively for the block; yield what ``first()`` returned,
+    run in a worker thread once the lock is held (e.g. the read of a read-modify-write).
+
+    One hop off the event loop when the lock is free: opening the lock file, taking the
+    ``flock`` and ``first()`` run in the same worker thread. Waiting never occupies a thread:
+    this process's waiters queue on an :class:`asyncio.Lock` (one per lock file), and the one at
+    the front polls a non-blocking ``flock`` with a short back-off while another process holds
+    it (``first()`` then runs in a second hop). (A blocking ``flock`` in a worker thread per
     waiter starved the default thread pool: eight racing editors of one file deadlocked the
     server, the lock holder waiting for a thread to write with.) Cancelling a waiter is safe at
     any point; the file descriptor is always closed.
     """
     path = workspace_root / ".locks" / f"{workspace_dir_name}.lock"
     async with _process_lock(path):
-        fd = await asyncio.to_thread(_open, path)
+        # Shielded: a cancellation must not abandon a thread that may already hold the flock
+        # with nobody left to close its descriptor.
+        job = asyncio.ensure_future(asyncio.to_thread(_open_lock_then, path, first))
         try:
-            delay = _RETRY_FIRST
-            while not _try_lock(fd):
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX)
+            fd, held, value = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            job.add_done_callback(_close_abandoned)
+            raise
+        try:
+            if not held:
+                delay = _RETRY_FIRST
+                while not _try_lock(fd):
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, _RETRY_MAX)
+                value = await asyncio.to_thread(first)
             try:
-                yield
+                yield cast(T, value)
             finally:
                 with contextlib.suppress(OSError):
                     fcntl.flock(fd, fcntl.LOCK_UN)

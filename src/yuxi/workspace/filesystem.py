@@ -22,7 +22,7 @@ import asyncio
 import hashlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +45,7 @@ from yuxi.workspace._fd import (
     open_subdir,
     read_at_most,
 )
-from yuxi.workspace._lock import workspace_lock
+from yuxi.workspace._lock import T, workspace_lock, workspace_lock_then
 from yuxi.workspace._paths import is_temp_name, split_relative_path, workspace_dirname
 from yuxi.workspace._publish import publish_file, remove_stale_temps
 
@@ -146,6 +146,10 @@ class Workspace:
         of this user's files (in any process on this host) interleaves with the caller's.
         """
         return workspace_lock(self._root, self._dirname)
+
+    def locked_then(self, first: Callable[[], T]) -> AbstractAsyncContextManager[T]:
+        """:meth:`locked`, yielding ``first()`` run in the worker thread that took the lock."""
+        return workspace_lock_then(self._root, self._dirname, first)
 
     # --- helpers --------------------------------------------------------------------------
 
