@@ -1,6 +1,6 @@
 """``python -m benchmarks [--quick] [--out DIR] [--scale quick|full|N,N,...] [--only B1,B4] ...``
 
-Runs B1–B5 on one PostgreSQL (``YUXI_BENCH_DATABASE_URL`` / ``--database-url``, else an
+Runs B1–B6 on one PostgreSQL (``YUXI_BENCH_DATABASE_URL`` / ``--database-url``, else an
 embedded server in a fresh temp directory) and writes ``report.json``, ``report.md`` and
 ``b2_latency_vs_concurrency.png`` into ``--out`` (default ``bench-results/``).
 """
@@ -36,13 +36,16 @@ class Plan:
     b4_rounds: int
     b4_warmup: int
     b4_budget_s: float
+    b6_rounds: int
+    b6_warmup: int
+    b6_idle_s: float
 
 
 PLANS = {
-    "quick": Plan(300, 10, 8, 1, 600, 20, "quick", 30, 2, 2.0),
-    "full": Plan(1000, 30, 25, 3, 2000, 50, "full", 60, 2, 15.0),
+    "quick": Plan(300, 10, 8, 1, 600, 20, "quick", 30, 2, 2.0, 20, 3, 10.0),
+    "full": Plan(1000, 30, 25, 3, 2000, 50, "full", 60, 2, 15.0, 100, 10, 30.0),
 }
-ALL = ("B1", "B2", "B3", "B4", "B5")
+ALL = ("B1", "B2", "B3", "B4", "B5", "B6")
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -77,6 +80,7 @@ async def _main(args: argparse.Namespace, argv: list[str]) -> int:
     from .b3_read import run_b3
     from .b4_history import parse_scale, run_b4
     from .b5_context import run_b5
+    from .b6_runtime import run_b6
 
     mode = "quick" if args.quick else "full"
     plan = PLANS[mode]
@@ -114,6 +118,12 @@ async def _main(args: argparse.Namespace, argv: list[str]) -> int:
             ),
         ),
         ("B5", lambda: run_b5(env, seed=args.seed + 5)),
+        (
+            "B6",
+            lambda: run_b6(
+                env, rounds=plan.b6_rounds, warmup=plan.b6_warmup, idle_seconds=plan.b6_idle_s
+            ),
+        ),
     ]
     try:
         for name, step in steps:

@@ -408,6 +408,57 @@ def _md_b5(b5: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _md_b6(b6: dict[str, Any]) -> list[str]:
+    goals, checks, shape = b6["goals"], b6["checks"], b6["run_shape"]
+    lines = [
+        "## B6 — run overhead and idle cost (offline model, a real `yuxi serve`)",
+        "",
+        f"{b6['rounds']} interleaved rounds (+{b6['warmup']} warm-up). `ours`: POST a run, then "
+        "follow its SSE stream; `ours_wait`: POST `?wait=true`; `floor`: the same run's own "
+        f"database work timed bare with psycopg ({shape['events']} events, of which "
+        f"{shape['token_events']} token; {shape['checkpoints']} checkpoints and "
+        f"{shape['checkpoint_write_batches']} checkpoint write batches, each its own "
+        "transaction, plus submit, claim and finish).",
+        "",
+    ]
+    lines += _table(
+        ["variant", "n", "p50 ms", "p95 ms", "p99 ms", "mean ms"],
+        _stats_rows(b6["stats_ms"], list(b6["stats_ms"])),
+    )
+    lines += _table(["ratio", "p50", "p95", "p99"], _ratio_rows(b6["ratios"]))
+    first_ok, done_ok = checks["first_token_ratio_ok"], checks["completed_ratio_ok"]
+    lines += [
+        f"Goal ≤ {goals['ratio_p50']:g}× the floor at p50: first token "
+        f"{'✓' if first_ok else '✗'}, completed {'✓' if done_ok else '✗'}.",
+        "",
+        "Where the `ours` runs spent their time (database clock):",
+        "",
+    ]
+    lines += _table(
+        ["phase", "n", "p50 ms", "p95 ms", "p99 ms", "mean ms"],
+        _stats_rows(b6["phases_ms"], list(b6["phases_ms"])),
+    )
+    lines += [
+        f"Idle server: database transactions/s over {b6['idle_window_s']:g} s windows "
+        "(`pg_stat_database`, the sampler's own taken out), by open SSE streams:",
+        "",
+    ]
+    lines += _table(
+        ["open streams", "transactions", "window s", "per s", f"≤ {goals['idle_tps']:g}/s"],
+        [
+            [
+                _num(int(count)),
+                _num(v["transactions"]),
+                _num(v["window_s"], 1),
+                _num(v["per_s"], 2),
+                "✓" if v["per_s"] <= goals["idle_tps"] else "✗",
+            ]
+            for count, v in b6["idle"].items()
+        ],
+    )
+    return lines
+
+
 def write_markdown(report: dict[str, Any], out: Path) -> Path:
     meta = report["meta"]
     db, machine = meta["db"], meta["machine"]
@@ -440,6 +491,8 @@ def write_markdown(report: dict[str, Any], out: Path) -> Path:
         lines += _md_b4(sections["b4"])
     if "b5" in sections:
         lines += _md_b5(sections["b5"])
+    if "b6" in sections:
+        lines += _md_b6(sections["b6"])
     errors = report.get("errors") or {}
     if errors:
         lines += ["## Errors", ""] + [f"- {k}: `{v}`" for k, v in errors.items()] + [""]

@@ -56,6 +56,7 @@ def live_server(
         "YUXI_WORKERS": os.environ.get("YUXI_TEST_SERVER_WORKERS", "4"),
         "YUXI_HEARTBEAT_SECONDS": "2",
         "YUXI_LEASE_SECONDS": "10",
+        "YUXI_POLL_SECONDS": os.environ.get("YUXI_TEST_SERVER_POLL_SECONDS", "5"),
         **live_server_env,
     }
     with log_path.open("wb") as log:

@@ -10,6 +10,7 @@ demand by :func:`open_agent_runtime`, here too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.db.engine import create_engine, create_session_factory, libpq_url
+from yuxi.db.notifications import Notifications
 from yuxi.observability.metrics import Metrics
 from yuxi.runtime.agent_runtime import AgentRuntime, RunLimits
 from yuxi.services.chat_service import ChatService
@@ -44,7 +46,9 @@ __all__ = [
     "Services",
     "bootstrap",
     "build_worker",
+    "new_notifications",
     "open_agent_runtime",
+    "open_notifications",
     "resolve_database_url",
     "run_workers",
 ]
@@ -158,8 +162,32 @@ async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime
         )
 
 
-def build_worker(container: Container, runtime: AgentRuntime, *, name: str = "worker") -> Worker:
-    """One worker wired to the container's services, the runtime and the workspaces."""
+def new_notifications(container: Container) -> Notifications:
+    """A listener for this process, not started yet (:meth:`Notifications.start`)."""
+    return Notifications(container.database_url, keepalive_seconds=container.settings.poll_seconds)
+
+
+@asynccontextmanager
+async def open_notifications(container: Container) -> AsyncIterator[Notifications]:
+    """The process's one LISTEN connection (``yuxi.db.notifications``), listening on exit of
+    the ``async with`` line (or retrying in the background), closed at the end."""
+    hub = new_notifications(container)
+    await hub.start()
+    try:
+        yield hub
+    finally:
+        await hub.aclose()
+
+
+def build_worker(
+    container: Container,
+    runtime: AgentRuntime,
+    *,
+    name: str = "worker",
+    notifications: Notifications | None = None,
+) -> Worker:
+    """One worker wired to the container's services, the runtime and the workspaces; woken by
+    ``notifications`` when given (else it only polls, every ``poll_seconds``)."""
     from yuxi.runtime.worker import Worker  # the agent stack loads only where runs execute
 
     return Worker(
@@ -168,11 +196,32 @@ def build_worker(container: Container, runtime: AgentRuntime, *, name: str = "wo
         container.workspace,
         heartbeat_seconds=container.settings.heartbeat_seconds,
         name=name,
+        notifications=notifications,
     )
 
 
-async def run_workers(container: Container, count: int, stop: asyncio.Event) -> None:
-    """A pool of ``count`` workers in this process until ``stop`` is set."""
-    async with open_agent_runtime(container) as runtime:
-        workers = [build_worker(container, runtime, name=f"worker-{i}") for i in range(count)]
-        await asyncio.gather(*(w.run_forever(stop) for w in workers))
+async def run_workers(
+    container: Container,
+    count: int,
+    stop: asyncio.Event,
+    *,
+    notifications: Notifications | None = None,
+) -> None:
+    """A pool of ``count`` workers in this process until ``stop`` is set, woken by the
+    process's listener (``notifications``; one is opened here when none is given)."""
+    from yuxi.runtime.worker import run_pool  # the agent stack loads only where runs execute
+
+    async with contextlib.AsyncExitStack() as stack:
+        if notifications is None:
+            notifications = await stack.enter_async_context(open_notifications(container))
+        runtime = await stack.enter_async_context(open_agent_runtime(container))
+        workers = [
+            build_worker(container, runtime, name=f"worker-{i}", notifications=notifications)
+            for i in range(count)
+        ]
+        await run_pool(
+            workers,
+            stop,
+            notifications=notifications,
+            poll_seconds=container.settings.poll_seconds,
+        )

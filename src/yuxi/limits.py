@@ -91,6 +91,17 @@ MODEL_REFUSED_RESPONSES_MAX = 3
 #: A run identity value (uid, thread, run, request, worker token).
 IDENTITY_VALUE_MAX_CHARS = 256
 
+# -- waiting for runs (workers, ``?wait=true``, event streams) ----------------------------------
+#: The safety-net poll (default of YUXI_POLL_SECONDS): notifications wake workers and streams at
+#: once; this slow poll only bounds how late a lost notification makes anything.
+POLL_SECONDS = 5.0
+#: ``?wait=true`` answers after this long even if the run has not settled.
+RUN_WAIT_MAX_SECONDS = 120.0
+#: A quiet event stream asks (without a query) whether its client is still there this often.
+STREAM_IDLE_CHECK_SECONDS = 15.0
+#: The keep-alive comment an open event stream sends while nothing happens.
+STREAM_PING_SECONDS = 15
+
 # -- workspace files ----------------------------------------------------------------------------
 #: ``read_workspace_file`` returns at most this much.
 TOOL_READ_MAX_BYTES = 64 * KIB

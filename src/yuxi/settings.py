@@ -19,6 +19,7 @@ from yuxi.limits import (
     MODEL_MAX_RETRIES,
     MODEL_MAX_TOKENS,
     MODEL_TIMEOUT_SECONDS,
+    POLL_SECONDS,
     RUN_MODEL_CALL_LIMIT,
     RUN_TIMEOUT_SECONDS,
     RUN_TOOL_CALL_LIMIT,
@@ -51,6 +52,10 @@ class Settings(BaseSettings):
     #: A worker's lease on a claimed run; renewed every ``heartbeat_seconds``.
     lease_seconds: float = Field(default=30.0, gt=0)
     heartbeat_seconds: float = Field(default=10.0, gt=0)
+    #: The safety net under LISTEN/NOTIFY: how often an idle worker looks for pending runs and
+    #: expired leases by itself, open event streams re-check their tokens and events (one
+    #: batched query per process), and the listener pings its connection.
+    poll_seconds: float = Field(default=POLL_SECONDS, gt=0, le=3600)
     #: In-process workers started by ``yuxi serve`` (0 = rely on ``yuxi worker`` processes).
     workers: int = Field(default=2, ge=0, le=64)
     host: str = "127.0.0.1"

@@ -24,7 +24,8 @@ from yuxi.api import (
     routes_threads,
 )
 from yuxi.api.errors import error_body, install_error_handlers
-from yuxi.bootstrap import Container
+from yuxi.api.live import LiveStreams
+from yuxi.bootstrap import Container, new_notifications, run_workers
 from yuxi.observability.metrics import CONTENT_TYPE, exposition
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "web" / "static"
@@ -73,14 +74,19 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
     """``workers`` in-process run workers (default: ``settings.workers``; 0 = none)."""
     count = container.settings.workers if workers is None else workers
 
+    # One LISTEN connection for the process: its streams, waiters and workers share it. Made
+    # here, started by the lifespan (an app used without one just never hears a notification).
+    hub = new_notifications(container)
+    live = LiveStreams(hub, container.services, poll_seconds=container.settings.poll_seconds)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         pool: asyncio.Task[None] | None = None
+        await hub.start()
+        live.start()
         if count > 0:
-            from yuxi.bootstrap import run_workers
-
-            pool = asyncio.create_task(run_workers(container, count, stop))
+            pool = asyncio.create_task(run_workers(container, count, stop, notifications=hub))
         try:
             yield
         finally:
@@ -92,6 +98,8 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
                     pool.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await pool
+            await live.aclose()
+            await hub.aclose()
 
     app = FastAPI(
         title="Yuxi Memory",
@@ -100,6 +108,7 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
         openapi_url="/openapi.json",
     )
     app.state.container = container
+    app.state.live = live
     install_error_handlers(app)
     app.add_middleware(RefuseNulMiddleware)
 

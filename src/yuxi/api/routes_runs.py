@@ -7,59 +7,44 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sse_starlette.sse import EventSourceResponse
 
 from yuxi.api.deps import BearerTokenDep, ServicesDep, UidDep
+from yuxi.api.live import LiveStreams, get_live
 from yuxi.api.schemas import ResumeBody, RunCreate, RunList
-from yuxi.errors import Unauthorized
+from yuxi.db.notifications import RUN_EVENTS
+from yuxi.limits import RUN_WAIT_MAX_SECONDS, STREAM_IDLE_CHECK_SECONDS, STREAM_PING_SECONDS
 from yuxi.observability.metrics import track_open
 from yuxi.services.chat_service import ChatService
 from yuxi.services.chat_views import RunSummary, run_view
-from yuxi.services.user_service import UserService
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
-WAIT_SECONDS = 120.0
-POLL_SECONDS = 0.1
-#: An open event stream re-checks its bearer token this often: a stream ends soon after its
-#: token is revoked or expires (the client's reconnect then gets 401).
-STREAM_AUTH_RECHECK_SECONDS = 1.0
+LiveDep = Annotated[LiveStreams, Depends(get_live)]
 
 
-class _TokenWatch:
-    """Whether the token a stream was opened with still authenticates the same user, asked of
-    the database at most every ``STREAM_AUTH_RECHECK_SECONDS``."""
+async def _settle(
+    chat: ChatService, live: LiveStreams, uid: str, run: RunSummary, wait: bool
+) -> RunSummary:
+    """The run now, or (``wait``) once it has settled or ``RUN_WAIT_MAX_SECONDS`` have passed.
 
-    def __init__(self, users: UserService, token: str, uid: str) -> None:
-        self._users = users
-        self._token = token
-        self._uid = uid
-        self._checked = asyncio.get_running_loop().time()
-
-    async def still_valid(self) -> bool:
-        now = asyncio.get_running_loop().time()
-        if now - self._checked < STREAM_AUTH_RECHECK_SECONDS:
-            return True
-        self._checked = now
-        try:
-            return await self._users.authenticate(self._token) == self._uid
-        except Unauthorized:
-            return False
-
-
-async def _settle(chat: ChatService, uid: str, run: RunSummary, wait: bool) -> RunSummary:
-    """The run now, or (``wait``) once it has settled or ``WAIT_SECONDS`` have passed."""
-    deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
-    while (
-        wait
-        and run.status not in SETTLED_RUN_STATUSES
-        and asyncio.get_running_loop().time() < deadline
-    ):
-        await asyncio.sleep(POLL_SECONDS)
-        run = run_view(await chat.get_run(uid, run.run_id))
-    return run
+    Waiting costs no query loop: the request sleeps until the process's listener hears of a new
+    event of this run (every status change writes one), then re-reads the run; the safety poll
+    (``poll_seconds``) only bounds how late a lost notification makes it."""
+    if not wait or run.status in SETTLED_RUN_STATUSES:
+        return run
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + RUN_WAIT_MAX_SECONDS
+    with live.hub.subscribe(RUN_EVENTS, run.run_id) as events:
+        while True:
+            # Subscribed first, read second: an event committed in between still wakes us.
+            run = run_view(await chat.get_run(uid, run.run_id))
+            left = deadline - loop.time()
+            if run.status in SETTLED_RUN_STATUSES or left <= 0:
+                return run
+            await events.wait(min(live.poll_seconds, left))
 
 
 @router.post("/threads/{thread_id}/runs", response_model=RunSummary, status_code=202)
@@ -68,13 +53,14 @@ async def start_run(
     body: RunCreate,
     uid: UidDep,
     services: ServicesDep,
+    live: LiveDep,
     response: Response,
     wait: bool = False,
 ) -> RunSummary:
     run, created = await services.chat.submit(
         uid, thread_id, body.input, request_id=body.request_id
     )
-    view = await _settle(services.chat, uid, run_view(run), wait)
+    view = await _settle(services.chat, live, uid, run_view(run), wait)
     response.status_code = 200 if view.status in SETTLED_RUN_STATUSES else (202 if created else 200)
     return view
 
@@ -88,10 +74,15 @@ async def list_thread_runs(thread_id: str, uid: UidDep, services: ServicesDep) -
 
 @router.post("/agent-calls", response_model=RunSummary, status_code=202)
 async def agent_call(
-    body: RunCreate, uid: UidDep, services: ServicesDep, response: Response, wait: bool = False
+    body: RunCreate,
+    uid: UidDep,
+    services: ServicesDep,
+    live: LiveDep,
+    response: Response,
+    wait: bool = False,
 ) -> RunSummary:
     run, _ = await services.chat.submit_agent_call(uid, body.input, request_id=body.request_id)
-    view = await _settle(services.chat, uid, run_view(run), wait)
+    view = await _settle(services.chat, live, uid, run_view(run), wait)
     response.status_code = 200 if view.status in SETTLED_RUN_STATUSES else 202
     return view
 
@@ -107,11 +98,12 @@ async def resume_run(
     body: ResumeBody,
     uid: UidDep,
     services: ServicesDep,
+    live: LiveDep,
     response: Response,
     wait: bool = False,
 ) -> RunSummary:
     run, _ = await services.chat.resume(uid, run_id, body.decision)
-    view = await _settle(services.chat, uid, run_view(run), wait)
+    view = await _settle(services.chat, live, uid, run_view(run), wait)
     response.status_code = 200 if view.status in SETTLED_RUN_STATUSES else 202
     return view
 
@@ -131,47 +123,50 @@ async def run_events(
     uid: UidDep,
     token: BearerTokenDep,
     services: ServicesDep,
+    live: LiveDep,
     request: Request,
     last_event_id: Annotated[str | None, Header()] = None,
     after: int | None = Query(default=None, ge=0, le=2**31 - 1),
 ) -> EventSourceResponse:
     """Server-sent events of a run: everything after ``Last-Event-ID`` (or ``after``), then
     live until the run settles. Each event's ``id`` is its sequence number. The stream also
-    ends once its token stops being valid (revoked or expired)."""
+    ends once its token stops being valid (revoked or expired).
+
+    A quiet stream makes no query: it is woken by the process's listener when its run gets an
+    event (and by the per-process safety sweep in :mod:`yuxi.api.live`), then re-reads."""
     start = after or 0
     if last_event_id is not None and last_event_id.strip().isdigit():
         start = min(int(last_event_id.strip()), 2**31 - 1)
     chat = services.chat
     await chat.get_run(uid, run_id)  # 404 before the stream starts
-    watch = _TokenWatch(services.users, token, uid)
 
     async def stream() -> AsyncIterator[dict[str, Any]]:
         seq = start
-        while True:
-            if not await watch.still_valid():
-                return
-            events = await chat.events_after(uid, run_id, seq)
-            for e in events:
-                seq = e.seq
-                yield {
-                    "id": str(e.seq),
-                    "event": e.event_type,
-                    "data": json.dumps(
-                        {"seq": e.seq, "type": e.event_type, "data": e.data},
-                        ensure_ascii=False,
-                        separators=(",", ":"),
-                    ),
-                }
-            if not events:
+        with live.watch(run_id, uid, token, seq) as watch:
+            while not watch.ended:
+                events = await chat.events_after(uid, run_id, seq)
+                for e in events:
+                    seq = e.seq
+                    yield {
+                        "id": str(e.seq),
+                        "event": e.event_type,
+                        "data": json.dumps(
+                            {"seq": e.seq, "type": e.event_type, "data": e.data},
+                            ensure_ascii=False,
+                            separators=(",", ":"),
+                        ),
+                    }
+                watch.seen = seq
+                if events:
+                    continue
                 run = await chat.get_run(uid, run_id)
                 if run.status in SETTLED_RUN_STATUSES:
-                    tail = await chat.events_after(uid, run_id, seq)
-                    if not tail:
+                    if not await chat.events_after(uid, run_id, seq):
                         return
                     continue
-                if await request.is_disconnected():
-                    return
-                await asyncio.sleep(POLL_SECONDS)
+                while not await watch.sub.wait(STREAM_IDLE_CHECK_SECONDS):
+                    if await request.is_disconnected():
+                        return
 
     open_streams = request.app.state.container.metrics.sse_streams_open
-    return EventSourceResponse(track_open(open_streams, stream()), ping=15)
+    return EventSourceResponse(track_open(open_streams, stream()), ping=STREAM_PING_SECONDS)

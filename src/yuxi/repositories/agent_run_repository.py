@@ -21,11 +21,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import AgentRun
+from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
 from yuxi.errors import ActiveRunExists, Conflict
 from yuxi.identity import RunIdentity
 from yuxi.repositories import _memory_gate as gate
 from yuxi.repositories import _run_lease as lease
 from yuxi.repositories._memory_gate import MemoryWriteAuthorization
+from yuxi.repositories._notify import notify
 from yuxi.repositories._run_lease import new_worker_id, owned_live_lease
 from yuxi.vocabulary import (
     CLAIMABLE_RUN_TYPES,
@@ -91,6 +93,8 @@ class AgentRunRepository:
                 raise ActiveRunExists("this thread already has an active run") from exc
             raise
         if inserted is not None:
+            if status == "pending" and run_type in CLAIMABLE_RUN_TYPES:
+                await self.session.execute(notify(RUN_PENDING, inserted))  # wakes a worker
             run = await self.session.get(AgentRun, inserted, populate_existing=True)
             assert run is not None
             return run, True
@@ -280,7 +284,9 @@ class AgentRunRepository:
             .values(cancel_requested=True)
             .returning(AgentRun.id)
         )
-        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+        if requested := (await self.session.execute(stmt)).scalar_one_or_none() is not None:
+            await self.session.execute(notify(RUN_CANCEL, run_id))  # its worker beats at once
+        return requested
 
     async def record_memory_snapshot(self, run_id: str, *, sha256: str, size: int) -> None:
         await self.session.execute(

@@ -8,6 +8,7 @@ definition of a live lease, inside the same ``INSERT … SELECT … WHERE EXISTS
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, String, exists, func, insert, literal, select
@@ -15,6 +16,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import RunEvent
+from yuxi.db.notifications import RUN_EVENTS
+from yuxi.repositories._notify import notify_value
 from yuxi.repositories.agent_run_repository import owned_live_lease
 
 
@@ -35,10 +38,11 @@ def _append_statement(
     )
     if fence is not None:
         row = row.where(exists().where(fence))
+    # The listeners (event streams, waiting requests) hear of the event when it commits.
     return (
         insert(RunEvent)
         .from_select(["run_id", "seq", "event_type", "data"], row)
-        .returning(RunEvent.seq)
+        .returning(RunEvent.seq, notify_value(RUN_EVENTS, RunEvent.run_id))
     )
 
 
@@ -51,12 +55,13 @@ class RunEventRepository:
     ) -> int | None:
         """Append while ``worker_id`` holds a live lease. None = the lease is gone."""
         stmt = _append_statement(run_id, event_type, data, owned_live_lease(run_id, worker_id))
-        return (await self.session.execute(stmt)).scalar_one_or_none()
+        row = (await self.session.execute(stmt)).one_or_none()
+        return None if row is None else int(row.seq)
 
     async def append(self, run_id: str, event_type: str, data: dict[str, Any]) -> int:
         """Unfenced append, for the service itself (run created, reconciled, SubAgent runs)."""
         stmt = _append_statement(run_id, event_type, data, None)
-        return int((await self.session.execute(stmt)).scalar_one())
+        return int((await self.session.execute(stmt)).one().seq)
 
     async def list_after(self, run_id: str, after_seq: int = 0, limit: int = 500) -> list[RunEvent]:
         rows = await self.session.execute(
@@ -66,3 +71,12 @@ class RunEventRepository:
             .limit(limit)
         )
         return list(rows.scalars())
+
+    async def latest_seqs(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """The last event seq of each run in ``run_ids`` that has events (one statement)."""
+        rows = await self.session.execute(
+            select(RunEvent.run_id, func.max(RunEvent.seq))
+            .where(RunEvent.run_id.in_(list(run_ids)))
+            .group_by(RunEvent.run_id)
+        )
+        return {run_id: int(seq) for run_id, seq in rows}

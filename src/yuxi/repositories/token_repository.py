@@ -14,6 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from yuxi.db.models import ApiToken, LoginCode
+from yuxi.db.notifications import TOKENS_REVOKED
+from yuxi.limits import CREDENTIAL_MAX_CHARS
+from yuxi.repositories._notify import notify
 from yuxi.vocabulary import LOGIN_CODE_PREFIX, TOKEN_PREFIX
 
 
@@ -76,6 +79,21 @@ class TokenRepository:
         )
         return row.scalar_one_or_none()
 
+    async def standings(self, tokens: Sequence[str]) -> dict[str, tuple[str, float | None]]:
+        """For each valid token among ``tokens``: its owner and the seconds it has left by
+        the database clock (None: no expiry). One statement however many tokens."""
+        by_hash = {
+            hash_credential(t): t for t in tokens if t.isascii() and len(t) <= CREDENTIAL_MAX_CHARS
+        }
+        rows = await self.session.execute(
+            select(
+                ApiToken.token_hash,
+                ApiToken.uid,
+                func.extract("epoch", ApiToken.expires_at - func.now()),
+            ).where(ApiToken.token_hash.in_(list(by_hash)), _token_is_valid())
+        )
+        return {by_hash[h]: (uid, None if left is None else float(left)) for h, uid, left in rows}
+
     async def list_tokens(self, uid: str) -> Sequence[Row[ApiToken, bool]]:
         """The user's tokens, oldest first, each with whether it is valid now."""
         rows = await self.session.execute(
@@ -95,7 +113,10 @@ class TokenRepository:
         )
         if token_id is not None:
             stmt = stmt.where(ApiToken.id == token_id)
-        return sorted((await self.session.execute(stmt)).scalars().all())
+        revoked = sorted((await self.session.execute(stmt)).scalars().all())
+        if revoked:  # open event streams re-check their tokens when this commits
+            await self.session.execute(notify(TOKENS_REVOKED, uid))
+        return revoked
 
     async def token_exists(self, uid: str, token_id: int) -> bool:
         row = await self.session.execute(

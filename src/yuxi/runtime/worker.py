@@ -9,6 +9,12 @@ by the heartbeat cancels the task too, and then the worker records ``cancelled``
 A run still going after ``YUXI_RUN_TIMEOUT_SECONDS`` is cancelled the same way and recorded as
 failed with ``run_timeout``.
 
+An idle worker does not poll: it sleeps until the process's listener
+(:mod:`yuxi.db.notifications`) hears of a new pending run, and only every ``poll_seconds``
+(``YUXI_POLL_SECONDS``) looks by itself — the safety net that makes a lost notification a delay,
+never a lost run — and reconciles expired leases. A cancel request is heard the same way: the
+running run's heartbeat beats at once instead of at its next interval.
+
 The worker talks to storage only through :class:`~yuxi.services.run_service.RunService`.
 """
 
@@ -19,7 +25,9 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
 from yuxi.identity import RunIdentity
 from yuxi.runtime.agent_runtime import AgentRuntime
 from yuxi.runtime.executor import RunExecutor
@@ -27,6 +35,9 @@ from yuxi.services.run_service import ClaimedRun, LeaseLost
 from yuxi.services.service_set import Services
 from yuxi.vocabulary import RUN_TIMEOUT
 from yuxi.workspace.filesystem import Workspace
+
+if TYPE_CHECKING:
+    from yuxi.db.notifications import Notifications, Subscription
 
 _log = logging.getLogger(__name__)
 
@@ -37,6 +48,10 @@ class WorkerStats:
     finished: int = 0
     lost: int = 0
     reconciled: int = 0
+    #: Idle waits ended by a notification, a listener reconnect or the pool's safety poke.
+    woken: int = 0
+    #: Idle waits ended by the safety poll's timer.
+    polled: int = 0
 
 
 class Worker:
@@ -48,8 +63,12 @@ class Worker:
         *,
         heartbeat_seconds: float,
         name: str = "worker",
+        notifications: Notifications | None = None,
     ) -> None:
         self.heartbeat_seconds = heartbeat_seconds
+        self.notifications = notifications
+        self.idle = False
+        self._pending: Subscription | None = None
         self.run_timeout_seconds = runtime.limits.timeout_seconds
         self.runs = services.runs
         self.executor = RunExecutor(services, runtime, workspaces)
@@ -126,8 +145,26 @@ class Worker:
     async def _heartbeat(
         self, identity: RunIdentity, task: asyncio.Task[None], why: list[str]
     ) -> None:
+        hub = self.notifications
+        cancels = None if hub is None else hub.subscribe(RUN_CANCEL, identity.run_id)
+        try:
+            await self._beat_until_done(identity, task, why, cancels)
+        finally:
+            if cancels is not None:
+                cancels.close()
+
+    async def _beat_until_done(
+        self,
+        identity: RunIdentity,
+        task: asyncio.Task[None],
+        why: list[str],
+        cancels: Subscription | None,
+    ) -> None:
         while not task.done():
-            await asyncio.sleep(self.heartbeat_seconds)
+            if cancels is None:
+                await asyncio.sleep(self.heartbeat_seconds)
+            else:  # a cancel request beats at once; the renewal reads it
+                await cancels.wait(self.heartbeat_seconds)
             try:
                 beat = await self.runs.heartbeat(identity)
             except Exception:  # a failed renewal is retried until the lease runs out
@@ -142,15 +179,91 @@ class Worker:
                 task.cancel()
                 return
 
-    async def run_forever(self, stop: asyncio.Event, *, poll_seconds: float = 0.2) -> None:
+    async def run_forever(self, stop: asyncio.Event, *, poll_seconds: float | None = 5.0) -> None:
+        """Claim and execute runs until ``stop`` is set. Idle, it waits for a pending-run
+        notification (or a :meth:`poke`); with ``poll_seconds`` it also reconciles and looks
+        for work by itself that often (``None``: a pool's :func:`run_pool` does that for it)."""
+        hub = self.notifications
+        pending = None if hub is None else hub.subscribe(RUN_PENDING)
+        self._pending = pending
+        loop = asyncio.get_running_loop()
+        next_reconcile = loop.time()
+        try:
+            while not stop.is_set():
+                try:
+                    if poll_seconds is not None and loop.time() >= next_reconcile:
+                        next_reconcile = loop.time() + poll_seconds
+                        await self.reconcile()
+                    claimed = await self.claim()
+                    if claimed is not None:
+                        if hub is not None:  # there may be more: idle siblings look too
+                            hub.wake_channel(RUN_PENDING)
+                        await self.execute_claimed(claimed)
+                        continue  # and so do we, at once
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    _log.exception("%s: unexpected error; continuing", self.name)
+                wait = None if poll_seconds is None else max(0.0, next_reconcile - loop.time())
+                await self._idle(stop, pending, wait)
+        finally:
+            self._pending = None
+            if pending is not None:
+                pending.close()
+
+    def poke(self) -> bool:
+        """Make this worker look for work now if it is idle; False when it is not."""
+        if not self.idle or self._pending is None:
+            return False
+        self._pending.wake()
+        return True
+
+    async def _idle(
+        self, stop: asyncio.Event, pending: Subscription | None, seconds: float | None
+    ) -> None:
+        """Until ``stop``, a pending-run notification or ``seconds`` have passed."""
+        waits: list[asyncio.Future[bool]] = [asyncio.ensure_future(stop.wait())]
+        if pending is not None:
+            waits.append(asyncio.ensure_future(pending.wait(None)))
+        self.idle = True
+        try:
+            done, _ = await asyncio.wait(waits, timeout=seconds, return_when="FIRST_COMPLETED")
+        finally:
+            self.idle = False
+            for future in waits:
+                future.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+        if pending is not None and waits[1] in done:
+            self.stats.woken += 1
+        elif not done:
+            self.stats.polled += 1
+
+
+async def run_pool(
+    workers: list[Worker],
+    stop: asyncio.Event,
+    *,
+    notifications: Notifications | None,
+    poll_seconds: float,
+) -> None:
+    """Run ``workers`` until ``stop``. With a listener, the safety net is the pool's, not each
+    worker's: every ``poll_seconds`` one reconcile and one idle worker's look for work — two
+    transactions per process however many workers it has; a worker that finds work wakes its
+    idle siblings. Without a listener every worker polls by itself."""
+    if notifications is None or not workers:
+        await asyncio.gather(*(w.run_forever(stop, poll_seconds=poll_seconds) for w in workers))
+        return
+
+    async def safety_net() -> None:
         while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), poll_seconds)
+            if stop.is_set():
+                return
             try:
-                worked = await self.run_once()
-            except asyncio.CancelledError:
-                raise
+                await workers[0].reconcile()
             except Exception:
-                _log.exception("%s: unexpected error; continuing", self.name)
-                worked = False
-            if not worked:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=poll_seconds)
+                _log.warning("reconcile failed; retrying at the next poll", exc_info=True)
+            next(iter(w for w in workers if w.poke()), None)
+
+    await asyncio.gather(*(w.run_forever(stop, poll_seconds=None) for w in workers), safety_net())

@@ -284,6 +284,19 @@ class ChatService:
                 raise NotFound("run not found")
             return await uow.events.list_after(run_id, after_seq, limit)
 
+    async def stream_state(
+        self, tokens: list[str], run_ids: list[str]
+    ) -> tuple[dict[str, tuple[str, float | None]], dict[str, int]]:
+        """For the process's own safety net over its open event streams, in one transaction:
+        which ``tokens`` still authenticate (token → uid and seconds left by the database
+        clock, None = no expiry; a missing token is revoked, expired or unknown) and the last
+        event seq of each run in ``run_ids``. Nothing of it reaches a client (it only tells a
+        stream to end or to re-read; the re-read checks the owner), so no owner is checked."""
+        async with self._uow() as uow:
+            standings = await uow.tokens.standings(tokens) if tokens else {}
+            seqs = await uow.events.latest_seqs(run_ids) if run_ids else {}
+        return standings, seqs
+
     async def thread_runs(self, uid: str, thread_id: str) -> list[AgentRun]:
         """The thread's top-level runs (no SubAgent runs), oldest first; another user's
         thread is NotFound."""

@@ -1,0 +1,146 @@
+"""The open event streams and waiting requests of one API process, kept live by notifications.
+
+No stream polls the database on its own. Each open stream is a :class:`StreamWatch`: it sleeps
+on a :class:`~yuxi.db.notifications.Subscription` to its run's events and re-reads the table
+only when woken. One sweeper task per process is the safety net for all of them together:
+
+* when a revocation is notified, when the earliest token among the open streams reaches its
+  expiry (computed from the database's own ``expires_at - now()``), when a stream opens, and
+  every ``poll_seconds``, it reads in **one** transaction every open stream's token standing
+  and the last event seq of every watched run;
+* it ends the streams whose token no longer authenticates the same user, and wakes the ones
+  whose run has events they have not sent (a lost notification only delays them).
+
+With no stream open the sweeper makes no query at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Self
+
+from fastapi import Request
+
+from yuxi.db.notifications import RUN_EVENTS, TOKENS_REVOKED, Notifications, Subscription
+from yuxi.services.service_set import Services
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class StreamWatch:
+    """One open event stream: its run, its credential, the last seq it sent."""
+
+    run_id: str
+    uid: str
+    token: str
+    sub: Subscription
+    live: LiveStreams
+    seen: int = 0
+    #: Set once its token stops authenticating ``uid``; the stream then ends.
+    ended: bool = field(default=False)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.live._close(self)
+
+
+class LiveStreams:
+    def __init__(self, hub: Notifications, services: Services, *, poll_seconds: float) -> None:
+        self.hub = hub
+        self.poll_seconds = poll_seconds
+        self._services = services
+        self._streams: set[StreamWatch] = set()
+        self._kick = hub.subscribe(TOKENS_REVOKED)
+        self._task: asyncio.Task[None] | None = None
+        #: Batched checks made (tokens and event seqs together): what the safety net costs.
+        self.sweeps = 0
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._sweep_forever(), name="yuxi-stream-sweeper")
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._kick.close()
+
+    @property
+    def open_streams(self) -> int:
+        return len(self._streams)
+
+    def watch(self, run_id: str, uid: str, token: str, seen: int) -> StreamWatch:
+        """Register an open stream (subscribed before its first read, so nothing committed
+        after that read is missed). Use it as a context manager."""
+        watch = StreamWatch(run_id, uid, token, self.hub.subscribe(RUN_EVENTS, run_id), self)
+        watch.seen = seen
+        self._streams.add(watch)
+        self._kick.wake()  # learn its token's expiry
+        return watch
+
+    def _close(self, watch: StreamWatch) -> None:
+        self._streams.discard(watch)
+        watch.sub.close()
+
+    async def _sweep_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_expiry: float | None = None
+        while True:
+            until = loop.time() + self.poll_seconds
+            if next_expiry is not None:
+                until = min(until, next_expiry)
+            await self._kick.wait(max(0.0, until - loop.time()))
+            if not self._streams:
+                next_expiry = None
+                continue
+            try:
+                next_expiry = await self._sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database is away: try again at the next interval
+                _log.warning("stream sweep failed", exc_info=True)
+                next_expiry = None
+
+    async def _sweep(self) -> float | None:
+        """One query for every open stream: end those whose token no longer authenticates
+        their user, wake those whose run has events they have not sent. Returns when the
+        earliest still-valid token expires (loop time), if any does."""
+        streams = list(self._streams)
+        standings, latest = await self._services.chat.stream_state(
+            sorted({s.token for s in streams}), sorted({s.run_id for s in streams})
+        )
+        self.sweeps += 1
+        now = asyncio.get_running_loop().time()
+        earliest: float | None = None
+        for stream in streams:
+            standing = standings.get(stream.token)
+            if standing is None or standing[0] != stream.uid:
+                stream.ended = True
+                stream.sub.wake()
+                continue
+            if latest.get(stream.run_id, 0) > stream.seen:
+                stream.sub.wake()
+            left = standing[1]
+            if left is not None:
+                at = now + max(0.0, left) + 0.05  # just past it, so the database agrees
+                earliest = at if earliest is None else min(earliest, at)
+        return earliest
+
+
+def get_live(request: Request) -> LiveStreams:
+    live: LiveStreams = request.app.state.live
+    return live
