@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import typer
 
-from yuxi.api.access_log import install_access_log_redaction, redact_credentials
+from yuxi.api.access_log import redact_credentials
 from yuxi.bootstrap import Container, bootstrap, resolve_database_url
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.errors import ConfigurationError, YuxiError
@@ -198,37 +197,6 @@ def tokens_revoke(
     typer.echo(f"revoked {len(revoked)} token(s)" + (f": {revoked}" if revoked else ""))
 
 
-async def _serve(container: Container, *, host: str, port: int, banner: str = "") -> None:
-    import uvicorn
-
-    from yuxi.api.app import create_app
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            # uvicorn's own handlers re-raise SIGTERM/SIGINT once it has shut down, which kills
-            # the process before the caller's clean-up (stopping the embedded PostgreSQL) runs.
-            # Ours only ask uvicorn to exit (a second Ctrl-C forces it); clean-up then runs.
-            loop = asyncio.get_running_loop()
-            signals = (signal.SIGINT, signal.SIGTERM)
-            for sig in signals:
-                loop.add_signal_handler(sig, self.handle_exit, sig, None)
-            try:
-                yield
-            finally:
-                for sig in signals:
-                    loop.remove_signal_handler(sig)
-
-    logs = None if container.settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG
-    config = uvicorn.Config(create_app(container), host=host, port=port, log_config=logs)
-    # after Config: it (re)configures uvicorn's loggers; the filter goes on the one it logs to
-    install_access_log_redaction()
-    server = Server(config)
-    if banner:
-        typer.echo(banner)
-    await server.serve()
-
-
 _HOST = typer.Option(
     None, metavar="HOST", help="address to listen on", show_default="YUXI_HOST or 127.0.0.1"
 )
@@ -255,7 +223,9 @@ def serve(host: str | None = _HOST, port: int | None = _PORT) -> None:
     async def main() -> None:
         container = await bootstrap(settings, migrate=True)
         try:
-            await _serve(container, host=host, port=port)
+            from yuxi.api.server import serve_app  # uvicorn and the app: only when serving
+
+            await serve_app(container, host=host, port=port)
         finally:
             await container.aclose(stop_embedded=True)
 
@@ -394,7 +364,9 @@ def run(host: str | None = _HOST, port: int | None = _PORT) -> None:
         container = await bootstrap(settings, migrate=True)
         try:
             banner = await demo_banner(container, host=host, port=port)
-            await _serve(container, host=host, port=port, banner=banner)
+            from yuxi.api.server import serve_app
+
+            await serve_app(container, host=host, port=port, banner=banner)
         finally:
             await container.aclose(stop_embedded=True)
 
