@@ -43,6 +43,11 @@ SEARCH_QUERY_MAX_CHARS = 256
 SEARCH_MAX_ITEMS = 10
 SEARCH_SNIPPET_BYTES = 512
 SEARCH_RESPONSE_BYTES = 16 * KIB
+#: Queries shorter than this (in characters) have no trigram: a trigram index cannot serve them.
+SEARCH_TRIGRAM_MIN_CHARS = 3
+#: Queries under SEARCH_TRIGRAM_MIN_CHARS search only the newest this-many visible messages of
+#: the user (the result says so); longer queries first try these, then the per-user index.
+SEARCH_RECENT_MESSAGES = 2000
 READ_MAX_MESSAGES = 20
 READ_MESSAGE_BYTES = 8 * KIB
 READ_CONTENTS_BYTES = 32 * KIB

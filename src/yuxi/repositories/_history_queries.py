@@ -18,6 +18,7 @@ what a budget can use.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, Text, func, literal, or_, select
@@ -27,6 +28,7 @@ from yuxi.db.models import AgentRun, Conversation, Message, SubagentThread, Tool
 from yuxi.limits import (
     READ_MESSAGE_BYTES,
     SEARCH_SNIPPET_BYTES,
+    SEARCH_TRIGRAM_MIN_CHARS,
     TOOL_ITEM_BYTES,
     TOOLS_MAX_ITEMS,
 )
@@ -111,11 +113,96 @@ def _visible_messages(uid: str, *columns: Any) -> Select[Any]:
     )
 
 
+def _newest_visible(uid: str, window: int, current_run_id: str | None) -> Select[Any]:
+    """The newest ``window`` visible messages of ``uid`` (none of ``current_run_id``'s own):
+    a backward walk of ``(uid, id DESC)`` that stops after ``window`` rows."""
+    return (
+        _visible_messages(uid, Message.id, Message.content)
+        .where(*not_of_run(uid, current_run_id))
+        .order_by(Message.id.desc())
+        .limit(window)
+    )
+
+
+def recent_count_statement(uid: str, window: int, current_run_id: str | None) -> Select[Any]:
+    """How many visible messages the newest-``window`` scope holds (``window`` means "maybe
+    more")."""
+    recent = _newest_visible(uid, window, current_run_id).subquery("recent")
+    return select(func.count()).select_from(recent)
+
+
+def _pattern(query: str) -> str:
+    return "%" + escape_like(query) + "%"
+
+
+def _recent_hits(uid: str, query: str, limit: int, window: int, run: str | None) -> Any:
+    recent = _newest_visible(uid, window, run).subquery("recent")
+    return (
+        select(recent.c.id.label("message_id"))
+        .where(recent.c.content.ilike(_pattern(query), escape=LIKE_ESCAPE))
+        .order_by(recent.c.id.desc())
+        .limit(limit)
+        .subquery("recent_hits")
+    )
+
+
+#: A run of letters/digits: what pg_trgm makes trigrams of (it splits text on everything else).
+_WORD_RUN = re.compile(r"[^\W_]+")
+
+
+def index_key(query: str) -> str | None:
+    """The longest run of 3+ letters/digits in ``query`` (the first of equals), or ``None``.
+
+    The trigram index is searched for this run alone; the whole query is then matched on the
+    candidates. A run has no word boundary inside, so pg_trgm takes no blank-padded trigrams of
+    it (``"  s"``: every word starting with s): those are in a large share of all rows and
+    would make the index scan's cost follow the table, not the caller. Every message containing
+    the query contains the run, so the candidates hold every match.
+    """
+    runs = [run for run in _WORD_RUN.findall(query) if len(run) >= SEARCH_TRIGRAM_MIN_CHARS]
+    return max(runs, key=len) if runs else None
+
+
+def _indexed_hits(uid: str, query: str, limit: int, run: str | None) -> Any:
+    # The candidates are computed apart (MATERIALIZED, no ORDER BY/LIMIT inside), so the planner
+    # picks the cheapest way to find *all* of the caller's candidates — the (uid, content)
+    # trigram index where it exists — and cannot walk (uid, id DESC) hoping for an early LIMIT:
+    # that walk reads the whole history when the term is common in the table but rare for the
+    # caller. The exact match is outside, so it does not become an index condition.
+    key = index_key(query) or query
+    candidates = (
+        select(Message.id)
+        .where(*visible_message(uid))
+        .where(Message.content.ilike(_pattern(key), escape=LIKE_ESCAPE))
+        .cte("candidates")
+        .prefix_with("MATERIALIZED")
+    )
+    return (
+        _visible_messages(uid, Message.id.label("message_id"))
+        .where(Message.id.in_(select(candidates.c.id)))
+        .where(Message.content.ilike(_pattern(query), escape=LIKE_ESCAPE))
+        .where(*not_of_run(uid, run))
+        .order_by(Message.id.desc())
+        .limit(limit)
+        .subquery("hits")
+    )
+
+
 def search_statement(
-    uid: str, query: str, limit: int, *, current_run_id: str | None = None
+    uid: str,
+    query: str,
+    limit: int,
+    *,
+    current_run_id: str | None = None,
+    window: int | None = None,
 ) -> Select[Any]:
     """Newest visible matches (none of ``current_run_id``'s own, see :func:`not_of_run`), each
     with a window of at most ``2 * 512 + len(query)`` characters.
+
+    ``window``: search only the newest ``window`` visible messages (a bounded backward walk);
+    ``None``: all of them, through the per-user trigram index where the server has one (see
+    migration 0005), else by reading the caller's visible messages. Either way the match is the
+    same literal ``ILIKE``, so the results are the same.
 
     A character is at least one byte, so ``SEARCH_SNIPPET_BYTES`` characters either side of the
     match are all a snippet can ever use. The window is cut in SQL around
@@ -123,27 +210,18 @@ def search_statement(
     starts at the beginning), and only for the rows that survive the LIMIT.
     """
     hits = (
-        _visible_messages(
-            uid,
-            Message.id.label("message_id"),
-            Message.role.label("role"),
-            Conversation.thread_id.label("thread_id"),
-            Conversation.title.label("title"),
-        )
-        .where(Message.content.ilike("%" + escape_like(query) + "%", escape=LIKE_ESCAPE))
-        .where(*not_of_run(uid, current_run_id))
-        .order_by(Message.id.desc())
-        .limit(limit)
-        .subquery("hits")
+        _indexed_hits(uid, query, limit, current_run_id)
+        if window is None
+        else _recent_hits(uid, query, limit, window, current_run_id)
     )
     position = func.strpos(func.lower(Message.content), func.lower(literal(query, Text)))
     start = func.greatest(position - SEARCH_SNIPPET_BYTES, 1)
     return (
         select(
             hits.c.message_id,
-            hits.c.role,
-            hits.c.thread_id,
-            hits.c.title,
+            Message.role.label("role"),
+            Conversation.thread_id.label("thread_id"),
+            Conversation.title.label("title"),
             position.label("position"),
             start.label("window_start"),
             func.substr(Message.content, start, 2 * SEARCH_SNIPPET_BYTES + len(query)).label(
@@ -152,6 +230,7 @@ def search_statement(
             func.char_length(Message.content).label("length"),
         )
         .join(Message, Message.id == hits.c.message_id)
+        .join(Conversation, Conversation.id == Message.conversation_id)
         .order_by(hits.c.message_id.desc())
     )
 
