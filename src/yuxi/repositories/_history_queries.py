@@ -72,12 +72,13 @@ def visible_conversation(uid: str) -> list[ColumnElement[bool]]:
     ]
 
 
-def visible_message(uid: str) -> list[ColumnElement[bool]]:
+def visible_message(uid: str, m: Any = Message) -> list[ColumnElement[bool]]:
+    """``m``: ``Message`` or an alias of it (e.g. over a subquery of its columns)."""
     return [
-        Message.uid == uid,
-        Message.role.in_(VISIBLE_ROLES),
-        Message.message_type.in_(VISIBLE_MESSAGE_TYPES),
-        Message.message_type.not_in(HIDDEN_MESSAGE_TYPES),
+        m.uid == uid,
+        m.role.in_(VISIBLE_ROLES),
+        m.message_type.in_(VISIBLE_MESSAGE_TYPES),
+        m.message_type.not_in(HIDDEN_MESSAGE_TYPES),
     ]
 
 
@@ -98,37 +99,60 @@ def own_run_chain(uid: str, run_id: str) -> Select[Any]:
     return select(chain.c.id)
 
 
-def not_of_run(uid: str, run_id: str | None) -> list[ColumnElement[bool]]:
+def not_of_run(uid: str, run_id: str | None, m: Any = Message) -> list[ColumnElement[bool]]:
     """Leave out the messages of the current run (and of the runs it resumes)."""
     if run_id is None:
         return []
-    return [or_(Message.run_id.is_(None), Message.run_id.not_in(own_run_chain(uid, run_id)))]
+    return [or_(m.run_id.is_(None), m.run_id.not_in(own_run_chain(uid, run_id)))]
 
 
-def _visible_messages(uid: str, *columns: Any) -> Select[Any]:
+def _visible_messages(uid: str, *columns: Any, m: Any = Message) -> Select[Any]:
     return (
         select(*columns)
-        .join(Conversation, Conversation.id == Message.conversation_id)
-        .where(*visible_message(uid), *visible_conversation(uid))
+        .join(Conversation, Conversation.id == m.conversation_id)
+        .where(*visible_message(uid, m), *visible_conversation(uid))
     )
 
 
-def _newest_visible(uid: str, window: int, current_run_id: str | None) -> Select[Any]:
-    """The newest ``window`` visible messages of ``uid`` (none of ``current_run_id``'s own):
-    a backward walk of ``(uid, id DESC)`` that stops after ``window`` rows."""
-    return (
-        _visible_messages(uid, Message.id, Message.content)
-        .where(*not_of_run(uid, current_run_id))
+def _newest(uid: str, window: int) -> Any:
+    """The newest ``window`` stored messages of ``uid``, visible or not, as an alias of
+    ``Message``: a backward walk of ``(uid, id DESC)`` that stops after ``window`` rows and
+    carries every column the search needs, so no plan can turn it into a scan of the whole
+    history (visibility is applied to these rows afterwards)."""
+    columns = (
+        Message.id,
+        Message.uid,
+        Message.conversation_id,
+        Message.role,
+        Message.message_type,
+        Message.content,
+        Message.run_id,
+    )
+    newest = (
+        select(*columns)
+        .where(Message.uid == uid)
         .order_by(Message.id.desc())
         .limit(window)
+        .subquery("newest")
     )
+    return aliased(Message, newest)
 
 
 def recent_count_statement(uid: str, window: int, current_run_id: str | None) -> Select[Any]:
-    """How many visible messages the newest-``window`` scope holds (``window`` means "maybe
-    more")."""
-    recent = _newest_visible(uid, window, current_run_id).subquery("recent")
-    return select(func.count()).select_from(recent)
+    """``(stored, visible)``: how many of the newest ``window + 1`` stored messages of ``uid``
+    there are (at most ``window``: that is the whole history), and how many of the newest
+    ``window`` the search may see."""
+    m = _newest(uid, window)
+    visible = (
+        select(m.id)
+        .join(Conversation, Conversation.id == m.conversation_id)
+        .where(*visible_message(uid, m), *visible_conversation(uid))
+        .where(*not_of_run(uid, current_run_id, m))
+    )
+    return select(
+        select(func.count()).select_from(_newest(uid, window + 1)).scalar_subquery(),
+        select(func.count()).select_from(visible.subquery()).scalar_subquery(),
+    )
 
 
 def _pattern(query: str) -> str:
@@ -136,11 +160,12 @@ def _pattern(query: str) -> str:
 
 
 def _recent_hits(uid: str, query: str, limit: int, window: int, run: str | None) -> Any:
-    recent = _newest_visible(uid, window, run).subquery("recent")
+    m = _newest(uid, window)
     return (
-        select(recent.c.id.label("message_id"))
-        .where(recent.c.content.ilike(_pattern(query), escape=LIKE_ESCAPE))
-        .order_by(recent.c.id.desc())
+        _visible_messages(uid, m.id.label("message_id"), m=m)
+        .where(*not_of_run(uid, run, m))
+        .where(m.content.ilike(_pattern(query), escape=LIKE_ESCAPE))
+        .order_by(m.id.desc())
         .limit(limit)
         .subquery("recent_hits")
     )
@@ -199,7 +224,8 @@ def search_statement(
     """Newest visible matches (none of ``current_run_id``'s own, see :func:`not_of_run`), each
     with a window of at most ``2 * 512 + len(query)`` characters.
 
-    ``window``: search only the newest ``window`` visible messages (a bounded backward walk);
+    ``window``: search only the visible ones of the newest ``window`` stored messages (a
+    bounded backward walk);
     ``None``: all of them, through the per-user trigram index where the server has one (see
     migration 0005), else by reading the caller's visible messages. Either way the match is the
     same literal ``ILIKE``, so the results are the same.

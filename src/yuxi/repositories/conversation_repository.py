@@ -235,13 +235,14 @@ class ConversationRepository:
         ``query`` was validated by the caller (stripped, 1..256 characters). The ToolCall table
         is never touched. See the module docs of ``_history_budget`` for sizes.
 
-        Bounded cost: the newest ``SEARCH_RECENT_MESSAGES`` visible messages are searched first
-        (a bounded walk). Their matches are the answer when there are ``limit`` of them (they are
-        then the newest matches of all) or when the user has no older visible message. Else a
+        Bounded cost: the visible ones of the newest ``SEARCH_RECENT_MESSAGES`` stored messages
+        of the user are searched first (a bounded walk). Their matches are the answer when there
+        are ``limit`` of them (they are then the newest matches of all) or when the user has no
+        older message. Else a
         query holding a run of ``SEARCH_TRIGRAM_MIN_CHARS`` letters/digits searches everything
         (through the per-user trigram index where the server has one); any other query (1-2
         characters, or no 3 letters/digits in a row: no trigram can serve it) stops there, and
-        the response says ``"complete": false`` and how many messages were searched.
+        the response says ``"complete": false`` and how many visible messages were searched.
         """
         if not query or len(query) > SEARCH_QUERY_MAX_CHARS or not is_valid_text(query):
             raise InvalidArgument(f"query must be 1..{SEARCH_QUERY_MAX_CHARS} characters of text")
@@ -252,13 +253,14 @@ class ConversationRepository:
         rows = (await self.session.execute(statement)).all()
         searched: int | None = None
         if len(rows) < limit:
-            more = await self.session.scalar(q.recent_count_statement(uid, window + 1, run))
-            if int(more or 0) > window:
+            counts = (await self.session.execute(q.recent_count_statement(uid, window, run))).one()
+            stored, visible = int(counts[0]), int(counts[1])
+            if stored > window:  # older messages exist: not the whole history
                 if q.index_key(query) is not None:
                     everything = q.search_statement(uid, query, limit, current_run_id=run)
                     rows = (await self.session.execute(everything)).all()
                 else:
-                    searched = window
+                    searched = visible
         items = [shape.search_item(row, query) for row in rows]
         return shape.search_response(items, searched_messages=searched)
 
