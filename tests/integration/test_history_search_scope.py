@@ -229,3 +229,25 @@ def test_index_key_is_the_longest_run_of_three_letters_or_digits() -> None:
     assert q.index_key("100%_done") == "done"  # the longest run; the first of equals
     assert q.index_key("abc-xyz") == "abc"
     assert q.index_key("x" * 256) == "x" * 256
+
+
+async def test_case_folds_by_the_collation_and_nothing_is_normalised(corpus: Container) -> None:
+    async with tx(corpus) as s:
+        conv = (await s.scalars(select(Conversation).where(Conversation.uid == LIGHT))).first()
+        assert conv is not None and conv.status == "active"
+        for content in ("Deploy ÄPFEL ΣΟΦΊΑ", "ＡＢＣ full width", "cafe\u0301 decomposed"):
+            s.add(Message(conversation_id=conv.id, uid=LIGHT, role="user", content=content))
+        folds = (await s.execute(text("SELECT 'ÄΣ' ILIKE 'äσ'"))).scalar_one()
+
+    async def found(query: str) -> bool:
+        async with tx(corpus) as s:
+            result = await ConversationRepository(s).search_messages(LIGHT, query, 10)
+        assert result["complete"] is True
+        return any(query.lower() in item["content"].lower() for item in result["items"])
+
+    assert await found("dEPLOY äp") is bool(folds)
+    assert await found("DEPLOY") and await found("deploy")
+    assert await found("ＡＢＣ") and not await found("ABC full")  # no NFKC
+    assert not await found("café")  # no NFC: the stored text is decomposed
+    if folds:  # the embedded default (builtin C.UTF-8) and libc C.UTF-8 fold every script
+        assert await found("äpfel σοφία")
