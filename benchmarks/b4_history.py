@@ -38,7 +38,7 @@ import psycopg
 from sqlalchemy.dialects import postgresql
 
 from yuxi.agents.tools.tool_result import tool_outcome
-from yuxi.limits import SEARCH_RECENT_MESSAGES
+from yuxi.limits import SEARCH_FIRST_PASS_MESSAGES, SEARCH_RECENT_MESSAGES
 from yuxi.repositories._history_queries import index_key, search_statement
 from yuxi.services.lookback_service import LookbackService
 
@@ -231,7 +231,8 @@ def _explain(url: str, stmt: Any) -> dict[str, Any]:
 
 def explain_search(url: str, uid: str, query: str) -> dict[str, Any]:
     """Messages' access paths in the custom and the generic plan of the statements the search
-    runs: ``recent`` (the newest ``SEARCH_RECENT_MESSAGES``) and, for a query with an index
+    runs: ``recent`` (the newest ``SEARCH_FIRST_PASS_MESSAGES`` or ``SEARCH_RECENT_MESSAGES``)
+    and, for a query with an index
     key, ``indexed`` (everything, through the per-user trigram index where it exists)."""
     plans = {
         "recent": _explain(url, search_statement(uid, query, 5, window=SEARCH_RECENT_MESSAGES))
@@ -450,6 +451,7 @@ async def run_b4(
             "users": users,
         },
         "recent_messages": SEARCH_RECENT_MESSAGES,
+        "first_pass_messages": SEARCH_FIRST_PASS_MESSAGES,
         "goal_p95_ms": GOAL_P95_MS,
         "kinds": list(KINDS),
         "search_terms": SEARCH_KINDS,

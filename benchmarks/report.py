@@ -321,7 +321,9 @@ def _md_b4(b4: dict[str, Any]) -> list[str]:
         f"Heavy user: {shape.get('heavy', '10 %')}; {_num(shape.get('users'))} users. "
         f"pg_trgm + btree_gin on this server: {_num(b4['pg_trgm'])}. Queries of fewer than 3 "
         "letters/digits in a row search the newest "
-        f"{_num(b4.get('recent_messages'))} visible messages (items `n of newest N`). Search "
+        f"{_num(b4.get('recent_messages'))} stored messages (items `n of newest N`: N visible "
+        "ones searched); longer ones first the newest "
+        f"{_num(b4.get('first_pass_messages'))}, then the per-user trigram index. Search "
         "terms: "
         + ", ".join(f"`{k}`=`{v}`" for k, v in b4["search_terms"].items())
         + f". ✓/✗ = p95 ≤ {goal:.0f} ms; (n=…) marks a variant retired early after its time "

@@ -28,6 +28,7 @@ from yuxi.repositories.conversation_repository import ConversationRepository
 
 INDEX = "ix_messages_uid_content_trgm"
 WINDOW = 30
+FIRST_PASS = 10
 HEAVY, LIGHT, OTHER = "scope_heavy", "scope_light", "scope_other"
 QUERIES = (
     # 3+ letters/digits: exhaustive (index where it exists)
@@ -150,6 +151,7 @@ async def _has_index(s: AsyncSession) -> bool:
 @pytest.fixture
 async def corpus(container: Container, monkeypatch: pytest.MonkeyPatch) -> Container:
     monkeypatch.setattr(conversation_repository, "SEARCH_RECENT_MESSAGES", WINDOW)
+    monkeypatch.setattr(conversation_repository, "SEARCH_FIRST_PASS_MESSAGES", FIRST_PASS)
     await _plant(container)
     return container
 
