@@ -25,8 +25,9 @@ What the data looks like (so the search terms below mean something):
 * ids (and ``created_at``) increase in generation order and the heavy user's messages are
   shuffled among everyone else's, as in a real shared table;
 * :data:`TERMS`: ``common_*`` words occur in many messages, ``rare_*`` needles only in the heavy
-  user's three oldest messages, ``miss_*`` strings nowhere (their characters are not in the
-  vocabulary at all).
+  user's three oldest messages, ``crowd_*`` in 2 % of the other users' messages but, for the
+  heavy user, only in the same three oldest ones (common across users, rare for this one),
+  ``miss_*`` strings nowhere (their characters are not in the vocabulary at all).
 """
 
 from __future__ import annotations
@@ -91,7 +92,12 @@ TERMS: dict[str, str] = {
     "rare_cjk": "麒麟犀角",
     "miss_en": "xylophone quartz",
     "miss_cjk": "犇鑫",
+    "crowd_en": "marmalade-sky",
+    "crowd_cjk": "榴莲酥",
 }
+#: Share of the *other* users' messages that carry a ``crowd_*`` term (the heavy user's carry
+#: it only in its three oldest): common in the table, rare for the heavy user.
+CROWD_SHARE = 0.02
 
 _THREAD_KINDS = (
     # (cumulative probability, status, source, subagent child)
@@ -329,6 +335,9 @@ class HistoryGenerator:
                         row = self._message_row(thread)
                 else:
                     row = self._message_row(rng.choice(light_pool))
+                    if rng.random() < CROWD_SHARE:
+                        term = TERMS["crowd_en" if rng.random() < 0.5 else "crowd_cjk"]
+                        row = (*row[:4], f"{row[4]} {term}", *row[5:])
                 copy.write_row(row)
                 pending += 1
                 if pending >= self.COPY_PROGRESS_EVERY:
@@ -369,7 +378,7 @@ class HistoryGenerator:
             self._needles_planted = True
         text = (
             f"{message_text(self.rng)} Remember the code word {TERMS['rare_en']}, "
-            f"暗号是{TERMS['rare_cjk']}。"
+            f"暗号是{TERMS['rare_cjk']}。 {TERMS['crowd_en']} {TERMS['crowd_cjk']}"
         )
         return (big.id, big.uid, "user", "text", text, self._tick())
 

@@ -43,6 +43,14 @@ SEARCH_QUERY_MAX_CHARS = 256
 SEARCH_MAX_ITEMS = 10
 SEARCH_SNIPPET_BYTES = 512
 SEARCH_RESPONSE_BYTES = 16 * KIB
+#: Queries shorter than this (in characters) have no trigram: a trigram index cannot serve them.
+SEARCH_TRIGRAM_MIN_CHARS = 3
+#: A query no trigram can serve searches only the visible ones of the newest this-many stored
+#: messages of the user (the result says so).
+SEARCH_RECENT_MESSAGES = 1000
+#: A query the index can serve first tries the newest this-many (a common term ends there),
+#: then the per-user trigram index.
+SEARCH_FIRST_PASS_MESSAGES = 200
 READ_MAX_MESSAGES = 20
 READ_MESSAGE_BYTES = 8 * KIB
 READ_CONTENTS_BYTES = 32 * KIB

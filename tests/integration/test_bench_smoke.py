@@ -50,7 +50,14 @@ async def test_all_benchmarks_at_toy_scale_and_report(env: BenchEnv, tmp_path: P
         "b2": await run_b2(env, writes=2, reps=1, levels=(1, 2)),
         "b3": await run_b3(env, rounds=4, warmup=1),
         "b4": await run_b4(
-            env, totals=(300, 1200), users=5, rounds=3, warmup=1, budget_s=5, progress=False
+            env,
+            totals=(300, 1200),
+            users=5,
+            rounds=3,
+            warmup=1,
+            budget_s=5,
+            cold_samples=1,
+            progress=False,
         ),
         "b5": await run_b5(env, sizes=(40, 120)),
     }
@@ -68,7 +75,12 @@ async def test_all_benchmarks_at_toy_scale_and_report(env: BenchEnv, tmp_path: P
     assert stage["total_messages"] == 1200 and stage["heavy_messages"] == 120
     kinds = stage["phases"]["no_index"]["kinds"]
     assert kinds["search_rare_en"]["result"] == {"shipped": 3, "custom_plan": 3}
-    assert kinds["search_miss_cjk2"]["result"] == {"shipped": 0, "custom_plan": 0}
+    assert kinds["search_2_cjk_miss"]["result"] == {"shipped": 0, "custom_plan": 0}
+    assert kinds["search_crowd_cjk3"]["result"] == {"shipped": 3, "custom_plan": 3}
+    if results["b4"]["pg_trgm"]:
+        cold = stage["phases"]["trgm_cold"]
+        assert cold["kinds"]["search_rare_cjk4"]["result"] == {"shipped": 3}
+        assert stage["phases"]["trgm"]["plans"]["search_crowd_en"]["indexed"]["custom"]
     assert kinds["read_anchored"]["result"]["shipped"] >= 1
     b5 = results["b5"]["sizes"]
     assert b5[1]["bytes"]["preload_all"] > b5[0]["bytes"]["preload_all"]

@@ -228,7 +228,7 @@ async def test_no_hidden_place_leaks(container: Container) -> None:
     # Search: nothing for any marker, nor for the common prefix of them all.
     for name, marker in m.items():
         result = await search(container, alice, marker)
-        assert result == {"items": [], "truncated": False}, name
+        assert result == {"items": [], "truncated": False, "complete": True}, name
     everything = await search(container, alice, f"MARK-{tag}")
     assert everything["items"] == []
     found = await search(container, alice, visible_word)

@@ -192,8 +192,9 @@ class Message(Base):
         CheckConstraint(_in("role", MESSAGE_ROLES), name="role"),
         Index(None, "conversation_id", "id"),
         Index("ix_messages_uid_id_desc", "uid", text("id DESC")),
-        # ix_messages_content_trgm (GIN, gin_trgm_ops) comes from migration 0002 and exists
-        # only on servers that have pg_trgm; it is not declared here on purpose.
+        # ix_messages_uid_content_trgm (GIN: btree_gin on uid, gin_trgm_ops on content) comes
+        # from migration 0005 and exists only where pg_trgm and btree_gin do; not declared here
+        # on purpose.
     )
 
 

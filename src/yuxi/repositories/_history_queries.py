@@ -18,6 +18,7 @@ what a budget can use.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, Text, func, literal, or_, select
@@ -27,6 +28,7 @@ from yuxi.db.models import AgentRun, Conversation, Message, SubagentThread, Tool
 from yuxi.limits import (
     READ_MESSAGE_BYTES,
     SEARCH_SNIPPET_BYTES,
+    SEARCH_TRIGRAM_MIN_CHARS,
     TOOL_ITEM_BYTES,
     TOOLS_MAX_ITEMS,
 )
@@ -70,12 +72,13 @@ def visible_conversation(uid: str) -> list[ColumnElement[bool]]:
     ]
 
 
-def visible_message(uid: str) -> list[ColumnElement[bool]]:
+def visible_message(uid: str, m: Any = Message) -> list[ColumnElement[bool]]:
+    """``m``: ``Message`` or an alias of it (e.g. over a subquery of its columns)."""
     return [
-        Message.uid == uid,
-        Message.role.in_(VISIBLE_ROLES),
-        Message.message_type.in_(VISIBLE_MESSAGE_TYPES),
-        Message.message_type.not_in(HIDDEN_MESSAGE_TYPES),
+        m.uid == uid,
+        m.role.in_(VISIBLE_ROLES),
+        m.message_type.in_(VISIBLE_MESSAGE_TYPES),
+        m.message_type.not_in(HIDDEN_MESSAGE_TYPES),
     ]
 
 
@@ -96,26 +99,136 @@ def own_run_chain(uid: str, run_id: str) -> Select[Any]:
     return select(chain.c.id)
 
 
-def not_of_run(uid: str, run_id: str | None) -> list[ColumnElement[bool]]:
+def not_of_run(uid: str, run_id: str | None, m: Any = Message) -> list[ColumnElement[bool]]:
     """Leave out the messages of the current run (and of the runs it resumes)."""
     if run_id is None:
         return []
-    return [or_(Message.run_id.is_(None), Message.run_id.not_in(own_run_chain(uid, run_id)))]
+    return [or_(m.run_id.is_(None), m.run_id.not_in(own_run_chain(uid, run_id)))]
 
 
-def _visible_messages(uid: str, *columns: Any) -> Select[Any]:
+def _visible_messages(uid: str, *columns: Any, m: Any = Message) -> Select[Any]:
     return (
         select(*columns)
-        .join(Conversation, Conversation.id == Message.conversation_id)
-        .where(*visible_message(uid), *visible_conversation(uid))
+        .join(Conversation, Conversation.id == m.conversation_id)
+        .where(*visible_message(uid, m), *visible_conversation(uid))
+    )
+
+
+def _newest(uid: str, window: int) -> Any:
+    """The newest ``window`` stored messages of ``uid``, visible or not, as an alias of
+    ``Message``: a backward walk of ``(uid, id DESC)`` that stops after ``window`` rows and
+    carries every column the search needs, so no plan can turn it into a scan of the whole
+    history (visibility is applied to these rows afterwards)."""
+    columns = (
+        Message.id,
+        Message.uid,
+        Message.conversation_id,
+        Message.role,
+        Message.message_type,
+        Message.content,
+        Message.run_id,
+    )
+    newest = (
+        select(*columns)
+        .where(Message.uid == uid)
+        .order_by(Message.id.desc())
+        .limit(window)
+        .subquery("newest")
+    )
+    return aliased(Message, newest)
+
+
+def recent_count_statement(uid: str, window: int, current_run_id: str | None) -> Select[Any]:
+    """``(stored, visible)``: how many of the newest ``window + 1`` stored messages of ``uid``
+    there are (at most ``window``: that is the whole history), and how many of the newest
+    ``window`` the search may see."""
+    m = _newest(uid, window)
+    visible = (
+        select(m.id)
+        .join(Conversation, Conversation.id == m.conversation_id)
+        .where(*visible_message(uid, m), *visible_conversation(uid))
+        .where(*not_of_run(uid, current_run_id, m))
+    )
+    return select(
+        select(func.count()).select_from(_newest(uid, window + 1)).scalar_subquery(),
+        select(func.count()).select_from(visible.subquery()).scalar_subquery(),
+    )
+
+
+def _pattern(query: str) -> str:
+    return "%" + escape_like(query) + "%"
+
+
+def _recent_hits(uid: str, query: str, limit: int, window: int, run: str | None) -> Any:
+    m = _newest(uid, window)
+    return (
+        _visible_messages(uid, m.id.label("message_id"), m=m)
+        .where(*not_of_run(uid, run, m))
+        .where(m.content.ilike(_pattern(query), escape=LIKE_ESCAPE))
+        .order_by(m.id.desc())
+        .limit(limit)
+        .subquery("recent_hits")
+    )
+
+
+#: A run of letters/digits: what pg_trgm makes trigrams of (it splits text on everything else).
+_WORD_RUN = re.compile(r"[^\W_]+")
+
+
+def index_key(query: str) -> str | None:
+    """The longest run of 3+ letters/digits in ``query`` (the first of equals), or ``None``.
+
+    The trigram index is searched for this run alone; the whole query is then matched on the
+    candidates. A run has no word boundary inside, so pg_trgm takes no blank-padded trigrams of
+    it (``"  s"``: every word starting with s): those are in a large share of all rows and
+    would make the index scan's cost follow the table, not the caller. Every message containing
+    the query contains the run, so the candidates hold every match.
+    """
+    runs = [run for run in _WORD_RUN.findall(query) if len(run) >= SEARCH_TRIGRAM_MIN_CHARS]
+    return max(runs, key=len) if runs else None
+
+
+def _indexed_hits(uid: str, query: str, limit: int, run: str | None) -> Any:
+    # The candidates are computed apart (MATERIALIZED, no ORDER BY/LIMIT inside), so the planner
+    # picks the cheapest way to find *all* of the caller's candidates — the (uid, content)
+    # trigram index where it exists — and cannot walk (uid, id DESC) hoping for an early LIMIT:
+    # that walk reads the whole history when the term is common in the table but rare for the
+    # caller. The exact match is outside, so it does not become an index condition.
+    key = index_key(query) or query
+    candidates = (
+        select(Message.id)
+        .where(*visible_message(uid))
+        .where(Message.content.ilike(_pattern(key), escape=LIKE_ESCAPE))
+        .cte("candidates")
+        .prefix_with("MATERIALIZED")
+    )
+    return (
+        _visible_messages(uid, Message.id.label("message_id"))
+        .where(Message.id.in_(select(candidates.c.id)))
+        .where(Message.content.ilike(_pattern(query), escape=LIKE_ESCAPE))
+        .where(*not_of_run(uid, run))
+        .order_by(Message.id.desc())
+        .limit(limit)
+        .subquery("hits")
     )
 
 
 def search_statement(
-    uid: str, query: str, limit: int, *, current_run_id: str | None = None
+    uid: str,
+    query: str,
+    limit: int,
+    *,
+    current_run_id: str | None = None,
+    window: int | None = None,
 ) -> Select[Any]:
     """Newest visible matches (none of ``current_run_id``'s own, see :func:`not_of_run`), each
     with a window of at most ``2 * 512 + len(query)`` characters.
+
+    ``window``: search only the visible ones of the newest ``window`` stored messages (a
+    bounded backward walk);
+    ``None``: all of them, through the per-user trigram index where the server has one (see
+    migration 0005), else by reading the caller's visible messages. Either way the match is the
+    same literal ``ILIKE``, so the results are the same.
 
     A character is at least one byte, so ``SEARCH_SNIPPET_BYTES`` characters either side of the
     match are all a snippet can ever use. The window is cut in SQL around
@@ -123,27 +236,18 @@ def search_statement(
     starts at the beginning), and only for the rows that survive the LIMIT.
     """
     hits = (
-        _visible_messages(
-            uid,
-            Message.id.label("message_id"),
-            Message.role.label("role"),
-            Conversation.thread_id.label("thread_id"),
-            Conversation.title.label("title"),
-        )
-        .where(Message.content.ilike("%" + escape_like(query) + "%", escape=LIKE_ESCAPE))
-        .where(*not_of_run(uid, current_run_id))
-        .order_by(Message.id.desc())
-        .limit(limit)
-        .subquery("hits")
+        _indexed_hits(uid, query, limit, current_run_id)
+        if window is None
+        else _recent_hits(uid, query, limit, window, current_run_id)
     )
     position = func.strpos(func.lower(Message.content), func.lower(literal(query, Text)))
     start = func.greatest(position - SEARCH_SNIPPET_BYTES, 1)
     return (
         select(
             hits.c.message_id,
-            hits.c.role,
-            hits.c.thread_id,
-            hits.c.title,
+            Message.role.label("role"),
+            Conversation.thread_id.label("thread_id"),
+            Conversation.title.label("title"),
             position.label("position"),
             start.label("window_start"),
             func.substr(Message.content, start, 2 * SEARCH_SNIPPET_BYTES + len(query)).label(
@@ -152,6 +256,7 @@ def search_statement(
             func.char_length(Message.content).label("length"),
         )
         .join(Message, Message.id == hits.c.message_id)
+        .join(Conversation, Conversation.id == Message.conversation_id)
         .order_by(hits.c.message_id.desc())
     )
 

@@ -73,9 +73,18 @@ def search_item(row: Any, query: str) -> dict[str, Any]:
     return item
 
 
-def search_response(items: list[dict[str, Any]]) -> dict[str, Any]:
-    """``items`` newest first; the oldest are dropped until the JSON fits in 16 KiB."""
+def search_response(
+    items: list[dict[str, Any]], *, searched_messages: int | None = None
+) -> dict[str, Any]:
+    """``items`` newest first; the oldest are dropped until the JSON fits in 16 KiB.
+
+    ``complete`` is true when every visible message was searched (or the newest matches are
+    known to be these); otherwise only the newest ``searched_messages`` were.
+    """
     response: dict[str, Any] = {"items": items, "truncated": False}
+    response["complete"] = searched_messages is None
+    if searched_messages is not None:
+        response["searched_messages"] = searched_messages
     while items and json_bytes(response) > SEARCH_RESPONSE_BYTES:
         items.pop()
         response["truncated"] = True

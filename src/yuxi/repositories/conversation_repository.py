@@ -27,8 +27,10 @@ from yuxi.limits import (
     LIST_MAX_CONVERSATIONS,
     LIST_MAX_MESSAGES,
     READ_MAX_MESSAGES,
+    SEARCH_FIRST_PASS_MESSAGES,
     SEARCH_MAX_ITEMS,
     SEARCH_QUERY_MAX_CHARS,
+    SEARCH_RECENT_MESSAGES,
     THREAD_ID_MAX_CHARS,
 )
 from yuxi.repositories import _history_queries as q
@@ -229,20 +231,41 @@ class ConversationRepository:
         self, uid: str, query: str, limit: int, *, current_run_id: str | None = None
     ) -> dict[str, Any]:
         """Literal, case-insensitive substring search over the caller's visible messages
-        (without those of ``current_run_id`` and the runs it resumes).
+        (without those of ``current_run_id`` and the runs it resumes), newest first.
 
-        ``query`` was validated by the caller (stripped, 1..256 characters). Newest first; the
-        ToolCall table is never touched. See the module docs of ``_history_budget`` for sizes.
+        ``query`` was validated by the caller (stripped, 1..256 characters). The ToolCall table
+        is never touched. See the module docs of ``_history_budget`` for sizes.
+
+        Bounded cost: the visible ones of the newest stored messages of the user are searched
+        first (a bounded walk: ``SEARCH_FIRST_PASS_MESSAGES`` for a query holding a run of
+        ``SEARCH_TRIGRAM_MIN_CHARS`` letters/digits, else ``SEARCH_RECENT_MESSAGES``). Their
+        matches are the answer when there are ``limit`` of them (they are then the newest
+        matches of all) or when the user has no older message. Else a query holding such a run
+        searches everything
+        (through the per-user trigram index where the server has one); any other query (1-2
+        characters, or no 3 letters/digits in a row: no trigram can serve it) stops there, and
+        the response says ``"complete": false`` and how many visible messages were searched.
         """
         if not query or len(query) > SEARCH_QUERY_MAX_CHARS or not is_valid_text(query):
             raise InvalidArgument(f"query must be 1..{SEARCH_QUERY_MAX_CHARS} characters of text")
         limit = _clamp(limit, 1, SEARCH_MAX_ITEMS)
-        rows = (
-            await self.session.execute(
-                q.search_statement(uid, query, limit, current_run_id=current_run_id)
-            )
-        ).all()
-        return shape.search_response([shape.search_item(row, query) for row in rows])
+        keyed = q.index_key(query) is not None
+        window = SEARCH_FIRST_PASS_MESSAGES if keyed else SEARCH_RECENT_MESSAGES
+        run = current_run_id
+        statement = q.search_statement(uid, query, limit, current_run_id=run, window=window)
+        rows = (await self.session.execute(statement)).all()
+        searched: int | None = None
+        if len(rows) < limit:
+            counts = (await self.session.execute(q.recent_count_statement(uid, window, run))).one()
+            stored, visible = int(counts[0]), int(counts[1])
+            if stored > window:  # older messages exist: not the whole history
+                if keyed:
+                    everything = q.search_statement(uid, query, limit, current_run_id=run)
+                    rows = (await self.session.execute(everything)).all()
+                else:
+                    searched = visible
+        items = [shape.search_item(row, query) for row in rows]
+        return shape.search_response(items, searched_messages=searched)
 
     # -- history lookback: read ---------------------------------------------------------------
 

@@ -1,0 +1,119 @@
+"""Per-user trigram index for the history search: GIN on ``(uid, content gin_trgm_ops)``.
+
+0002's global ``gin_trgm_ops`` index on ``content`` finds the candidate rows of *every* user and
+only then filters by ``uid``: a term common across users but rare (or absent) for the caller
+costs as much as the whole table's matches (benchmark B4). With ``btree_gin`` the owner becomes
+a key of the same GIN index, so the scan intersects the caller's posting list with the
+trigrams' inside the index and its cost follows the caller's matches, not the table's.
+
+Every history search filters by ``uid``, so the new index serves every query the global one
+served: the global one is dropped (it only cost write time and disk). The index is not partial
+(e.g. only visible roles/types): the hidden rows are a few percent of the table, and a partial
+index is usable only when the planner can prove the query's IN lists imply its predicate, which
+fails for bound parameters in generic plans.
+
+Where ``pg_trgm`` or ``btree_gin`` is missing (or cannot be created) the migration only logs
+and leaves 0002's state alone: same results, a slower search. Built ``CONCURRENTLY`` (outside
+the migration transaction); an invalid leftover of an interrupted build is dropped and rebuilt,
+so running the migration twice is harmless. Not declared in ``yuxi.db.models`` because it
+exists only on some servers; the models/migrations comparison skips it by name.
+
+Revision ID: 0005
+Revises: 0004
+Create Date: 2026-12-03
+"""
+
+from __future__ import annotations
+
+import logging
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+INDEX_NAME = "ix_messages_uid_content_trgm"
+GLOBAL_INDEX_NAME = "ix_messages_content_trgm"  # migration 0002's
+
+_log = logging.getLogger("alembic.runtime.migration")
+
+
+def _schema(bind: sa.Connection, extension: str) -> str | None:
+    row = bind.execute(
+        sa.text(
+            "SELECT n.nspname FROM pg_extension e "
+            "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = :name"
+        ),
+        {"name": extension},
+    ).first()
+    return None if row is None else str(row[0])
+
+
+def _ensure(bind: sa.Connection, extension: str) -> str | None:
+    """Schema of ``extension``, creating it when the server offers it; else ``None``."""
+    schema = _schema(bind, extension)
+    if schema is not None:
+        return schema
+    available = bind.execute(
+        sa.text("SELECT 1 FROM pg_available_extensions WHERE name = :name"), {"name": extension}
+    ).first()
+    if available is None:
+        _log.info("%s is not available on this server; %s not created", extension, INDEX_NAME)
+        return None
+    try:
+        with bind.begin_nested():
+            bind.execute(sa.text(f"CREATE EXTENSION IF NOT EXISTS {extension}"))
+    except sa.exc.DBAPIError as exc:
+        _log.warning(
+            "cannot create extension %s (%s); %s not created", extension, exc.orig, INDEX_NAME
+        )
+        return None
+    return _schema(bind, extension)
+
+
+def _invalid(bind: sa.Connection, name: str) -> bool:
+    return (
+        bind.execute(
+            sa.text(
+                "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE c.relname = :name AND NOT i.indisvalid"
+            ),
+            {"name": name},
+        ).first()
+        is not None
+    )
+
+
+def _build(bind: sa.Connection, name: str, columns: str) -> None:
+    """``CREATE INDEX CONCURRENTLY`` ``name``, first dropping an invalid leftover of it."""
+    with op.get_context().autocommit_block():
+        if _invalid(bind, name):
+            op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+        op.execute(
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON messages USING gin ({columns})"
+        )
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    trgm = _ensure(bind, "pg_trgm")
+    if trgm is None or _ensure(bind, "btree_gin") is None:
+        return
+    opclass = bind.dialect.identifier_preparer.quote_identifier(trgm) + ".gin_trgm_ops"
+    # uid takes btree_gin's default operator class for its type.
+    _build(bind, INDEX_NAME, f"uid, content {opclass}")
+    with op.get_context().autocommit_block():
+        op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {GLOBAL_INDEX_NAME}")
+
+
+def downgrade() -> None:
+    """Back to 0004's state: the global trigram index where pg_trgm exists, no per-user one."""
+    bind = op.get_bind()
+    trgm = _schema(bind, "pg_trgm")
+    if trgm is not None:
+        opclass = bind.dialect.identifier_preparer.quote_identifier(trgm) + ".gin_trgm_ops"
+        _build(bind, GLOBAL_INDEX_NAME, f"content {opclass}")
+    op.execute(f"DROP INDEX IF EXISTS {INDEX_NAME}")
