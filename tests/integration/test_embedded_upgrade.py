@@ -195,7 +195,8 @@ def test_an_upgrade_interrupted_between_the_renames_is_finished_at_the_next_star
 def test_migrations_run_twice_on_a_new_embedded_cluster_and_build_the_trigram_index(
     base: Path,
 ) -> None:
-    """Embedded 18 ships pg_trgm, so migration 0002 now builds its index there."""
+    """Embedded 18 ships pg_trgm and btree_gin, so migration 0005 builds the per-user trigram
+    index there (and drops 0002's global one)."""
     server = EmbeddedPostgres(base / "pgdata")
     url = server.start()
     with psycopg.connect(url, autocommit=True) as conn:
@@ -204,9 +205,10 @@ def test_migrations_run_twice_on_a_new_embedded_cluster_and_build_the_trigram_in
     upgrade_sync(fresh)
     upgrade_sync(fresh)
     with psycopg.connect(fresh) as conn:
-        assert conn.execute(
-            "SELECT count(*) FROM pg_indexes WHERE indexname = 'ix_messages_content_trgm'"
-        ).fetchone() == (1,)
+        indexes = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'ix_messages_%trgm'"
+        ).fetchall()
+        assert indexes == [("ix_messages_uid_content_trgm",)]
         assert conn.execute(
             "SELECT 'Ä' ILIKE 'ä', 'Σ' ILIKE 'σ', lower('ÄΣ') = 'äσ'"
         ).fetchone() == (True, True, True)

@@ -6,10 +6,11 @@ row of the user); a ``gin_trgm_ops`` index lets PostgreSQL find candidate rows f
 3 or more characters directly (benchmark B4). It is an index on the existing table, not a new
 store: results are identical with or without it.
 
-Where the server has no ``pg_trgm`` (the embedded pgserver build), or the extension cannot be
-created (no privilege), this migration does nothing and the search keeps using the btree: same
-results, cost growing with history. Because the index exists only on some servers it is not
-declared in ``yuxi.db.models``; the models/migrations comparison skips it by name.
+Where the server has no ``pg_trgm`` (the embedded PostgreSQL 16 of earlier releases), or the
+extension cannot be created (no privilege), this migration does nothing and the search keeps
+using the btree: same results, cost growing with history. Because the index exists only on some
+servers it is not declared in ``yuxi.db.models``; the models/migrations comparison skips it by
+name. Migration 0005 replaces it with a per-user index where ``btree_gin`` exists too.
 
 The index is built ``CONCURRENTLY`` (outside the migration transaction), so upgrading a large
 live database does not block writes to ``messages``; an invalid leftover of an interrupted
