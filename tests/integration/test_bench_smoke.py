@@ -62,7 +62,9 @@ async def test_all_benchmarks_at_toy_scale_and_report(env: BenchEnv, tmp_path: P
         "b5": await run_b5(env, sizes=(40, 120)),
     }
     b1 = results["b1"]
-    assert b1["failures"] == {"ours": 0, "floor": 0, "langgraph_store": 0, "naive": 0}
+    # every variant ran without a failure, the diagnostic ones included
+    assert {"ours", "floor", "langgraph_store", "naive"} <= b1["failures"].keys()
+    assert set(b1["failures"].values()) == {0}
     assert b1["checks"]["floor_bytes_equal_ours"] is True
     assert b1["stats_ms"]["ours"]["n"] == 4 and b1["ratios"]["ours/floor"]["p50"] > 0
     b2 = results["b2"]
