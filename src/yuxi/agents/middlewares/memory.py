@@ -22,7 +22,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 
 from yuxi.agents._ports import LookbackPort, MemoryPort
 from yuxi.agents.context import RunIdentity, trusted_context
@@ -34,6 +34,7 @@ from yuxi.agents.prompts import (
     REMEMBER_MEMORY_DESCRIPTION,
     SEARCH_THREAD_MESSAGES_DESCRIPTION,
 )
+from yuxi.agents.tools.run_tool import run_tool
 from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import UnauthorizedRun
 from yuxi.services.lookback_service import LookbackResult
@@ -182,18 +183,18 @@ def _make_memory_tools(
         return await tool_message("read_thread_messages", runtime, call)
 
     return (
-        StructuredTool.from_function(
-            coroutine=remember_memory,
+        run_tool(
+            remember_memory,
             name=REMEMBER_MEMORY_TOOL,
             description=REMEMBER_MEMORY_DESCRIPTION,
         ),
-        StructuredTool.from_function(
-            coroutine=search_thread_messages,
+        run_tool(
+            search_thread_messages,
             name="search_thread_messages",
             description=SEARCH_THREAD_MESSAGES_DESCRIPTION,
         ),
-        StructuredTool.from_function(
-            coroutine=read_thread_messages,
+        run_tool(
+            read_thread_messages,
             name="read_thread_messages",
             description=READ_THREAD_MESSAGES_DESCRIPTION,
         ),

@@ -15,11 +15,12 @@ from typing import Any
 
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
 from yuxi.agents.context import RunIdentity, trusted_context
 from yuxi.agents.prompts import DELEGATE_TOOL_DESCRIPTION
+from yuxi.agents.tools.run_tool import run_tool
 from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import SubagentFailed, UnauthorizedRun
 from yuxi.limits import SUBAGENT_TASK_MAX_BYTES
@@ -73,8 +74,8 @@ def make_delegate_tool(run_subagent: RunSubagent) -> BaseTool:
     ) -> ToolMessage:
         return await tool_message(DELEGATE_TOOL_NAME, runtime, lambda: delegate(task, runtime))
 
-    return StructuredTool.from_function(
-        coroutine=delegate_to_subagent,
+    return run_tool(
+        delegate_to_subagent,
         name=DELEGATE_TOOL_NAME,
         description=DELEGATE_TOOL_DESCRIPTION,
     )

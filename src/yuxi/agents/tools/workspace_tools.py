@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 
 from yuxi.agents._ports import MemoryPort, WorkspaceFilesPort
 from yuxi.agents.context import RunIdentity, trusted_context
@@ -32,6 +32,7 @@ from yuxi.agents.prompts import (
     READ_WORKSPACE_FILE_DESCRIPTION,
     WRITE_WORKSPACE_FILE_DESCRIPTION,
 )
+from yuxi.agents.tools.run_tool import run_tool
 from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import (
     EditConflict,
@@ -167,8 +168,8 @@ def _read_tool(bound: _Bound) -> BaseTool:
     ) -> ToolMessage:
         return await tool_message("read_workspace_file", runtime, lambda: read(path, runtime))
 
-    return StructuredTool.from_function(
-        coroutine=read_workspace_file,
+    return run_tool(
+        read_workspace_file,
         name="read_workspace_file",
         description=READ_WORKSPACE_FILE_DESCRIPTION,
     )
@@ -209,8 +210,8 @@ def _write_tool(bound: _Bound) -> BaseTool:
             "write_workspace_file", runtime, lambda: write(path, content, runtime)
         )
 
-    return StructuredTool.from_function(
-        coroutine=write_workspace_file,
+    return run_tool(
+        write_workspace_file,
         name="write_workspace_file",
         description=WRITE_WORKSPACE_FILE_DESCRIPTION,
     )
@@ -268,8 +269,8 @@ def _edit_tool(bound: _Bound) -> BaseTool:
             "edit_workspace_file", runtime, lambda: edit(path, old, new, runtime)
         )
 
-    return StructuredTool.from_function(
-        coroutine=edit_workspace_file,
+    return run_tool(
+        edit_workspace_file,
         name="edit_workspace_file",
         description=EDIT_WORKSPACE_FILE_DESCRIPTION,
     )

@@ -1,0 +1,54 @@
+"""Per-run tools with schemas built once per process.
+
+Every run gets its own tool objects: each closes over the run's identity, workspace and ports,
+so a tool can never act for another run. Built naively (``StructuredTool.from_function``) each
+of those objects would also get its own pydantic argument model and tool-call model, generated
+from the same function signature again and again: measured with cProfile, that schema work was
+about half the CPU of a whole chat run with the offline model (benchmark B6).
+
+The schemas depend only on the function's signature, never on what it closes over, so they are
+kept per code object (every run's closure of one tool function shares its code object) and per
+tool name. The cache holds one entry per tool definition in the codebase, so it stays tiny.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from types import CodeType
+from typing import Any
+
+from langchain_core.tools import StructuredTool
+from langchain_core.tools.base import ArgsSchema
+
+_ARGS: dict[tuple[CodeType, str], ArgsSchema | None] = {}
+_CALLS: dict[tuple[str, str, Any], ArgsSchema] = {}
+
+
+class RunTool(StructuredTool):
+    """A ``StructuredTool`` whose tool-call schema (what the model is shown) is shared by every
+    tool with the same name, description and argument model."""
+
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        if isinstance(self.args_schema, dict):
+            return super().tool_call_schema
+        key = (self.name, self.description, self.args_schema)
+        schema = _CALLS.get(key)
+        if schema is None:
+            schema = _CALLS[key] = super().tool_call_schema
+        return schema
+
+
+def run_tool(
+    coroutine: Callable[..., Awaitable[Any]], *, name: str, description: str
+) -> StructuredTool:
+    """A tool for one run, from a coroutine defined inside the run's tool factory."""
+    key = (coroutine.__code__, name)
+    if key not in _ARGS:
+        first = StructuredTool.from_function(
+            coroutine=coroutine, name=name, description=description
+        )
+        _ARGS[key] = first.args_schema
+    return RunTool.from_function(
+        coroutine=coroutine, name=name, description=description, args_schema=_ARGS[key]
+    )
