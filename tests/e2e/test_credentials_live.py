@@ -25,7 +25,8 @@ from yuxi.vocabulary import SESSION_TOKEN_LABEL, TOKEN_PREFIX
 
 MARK = "SECRETMARK"
 #: How long a stream may take to notice a revoked token before the test gives up on it (the
-#: server re-checks every second; this only keeps a broken build from hanging the suite).
+#: server re-checks at once on the revocation's notification and at the token's expiry; this
+#: only keeps a broken build from hanging the suite).
 STREAM_END_GRACE_SECONDS = 20.0
 
 
