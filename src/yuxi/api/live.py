@@ -64,8 +64,6 @@ class LiveStreams:
         self._streams: set[StreamWatch] = set()
         self._kick = hub.subscribe(TOKENS_REVOKED)
         self._task: asyncio.Task[None] | None = None
-        #: Batched checks made (tokens and event seqs together): what the safety net costs.
-        self.sweeps = 0
 
     def start(self) -> None:
         if self._task is None:
@@ -78,10 +76,6 @@ class LiveStreams:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._kick.close()
-
-    @property
-    def open_streams(self) -> int:
-        return len(self._streams)
 
     def watch(self, run_id: str, uid: str, token: str, seen: int) -> StreamWatch:
         """Register an open stream (subscribed before its first read, so nothing committed
@@ -123,7 +117,6 @@ class LiveStreams:
         standings, latest = await self._services.chat.stream_state(
             sorted({s.token for s in streams}), sorted({s.run_id for s in streams})
         )
-        self.sweeps += 1
         now = asyncio.get_running_loop().time()
         earliest: float | None = None
         for stream in streams:

@@ -75,11 +75,8 @@ class Subscription:
         self.channel = channel
         self.key = key
         self._flag = asyncio.Event()
-        #: Times this subscription was woken (by a notification or a reconnect).
-        self.wakeups = 0
 
     def wake(self) -> None:
-        self.wakeups += 1
         self._flag.set()
 
     def clear(self) -> None:
