@@ -27,8 +27,9 @@ Diagnostics (interleaved in the same rounds, reported apart):
 ``SELECT … FOR UPDATE`` of the run + durable publish, no version row: the old B1 floor);
 ``diag_ours_async_commit`` — ours on an engine whose sessions run with
 ``synchronous_commit = off`` (a second user and run), the lever the product does not pull;
-``diag_ours_no_pre_ping`` — ours on an engine without the pool's pre-ping (a third user and
-run): the round trip every checkout of the app's engine spends on ``SELECT 1``.
+``diag_ours_pre_ping`` — ours on an engine with SQLAlchemy's ``pool_pre_ping`` (a third user
+and run): ``SELECT 1`` (and the ``BEGIN`` psycopg sends before it) on every checkout, as the
+app's engine did before it pinged only connections idle past ``PING_AFTER_IDLE_SECONDS``.
 
 Checks: one more untimed call of ours counts its SQL statements (SQLAlchemy cursor events; the
 pool's pre-ping and psycopg's ``BEGIN`` are not statements and not counted), pool checkouts and
@@ -52,7 +53,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
 from yuxi.agents.tools.tool_result import tool_outcome
-from yuxi.db.engine import sqlalchemy_url
+from yuxi.db.engine import ping_idle_connections, sqlalchemy_url
 from yuxi.services.memory_service import MemoryService
 from yuxi.services.unit_of_work import unit_of_work_factory
 from yuxi.workspace.filesystem import MEMORY_PATH
@@ -73,7 +74,7 @@ from ._stats import ratio, summarize
 GOAL_OURS_OVER_FLOOR_P50 = 1.3
 BASE_BYTES = 2048
 VARIANTS = ("ours", "floor", "langgraph_store", "naive")
-DIAGNOSTICS = ("diag_floor_unversioned", "diag_ours_async_commit", "diag_ours_no_pre_ping")
+DIAGNOSTICS = ("diag_floor_unversioned", "diag_ours_async_commit", "diag_ours_pre_ping")
 
 _FLOOR_RECORD = """
 WITH counted AS (
@@ -148,8 +149,8 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     floor_ident = await make_claimed_run(c, floor_uid)
     async_uid = await make_user(c, name="b1-async")
     async_ident = await make_claimed_run(c, async_uid)
-    noping_uid = await make_user(c, name="b1-noping")
-    noping_ident = await make_claimed_run(c, noping_uid)
+    ping_uid = await make_user(c, name="b1-ping")
+    ping_ident = await make_claimed_run(c, ping_uid)
     engines = [
         create_async_engine(
             sqlalchemy_url(env.database_url),
@@ -157,9 +158,10 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
             pool_pre_ping=pre_ping,
             connect_args={"options": f"{APP_PG_OPTIONS} {extra}".strip()},
         )
-        for pre_ping, extra in ((True, "-c synchronous_commit=off"), (False, ""))
+        for pre_ping, extra in ((False, "-c synchronous_commit=off"), (True, ""))
     ]
-    async_memory, noping_memory = (
+    ping_idle_connections(engines[0].sync_engine)  # as the app's engine
+    async_memory, ping_memory = (
         MemoryService(
             unit_of_work_factory(async_sessionmaker(engine, expire_on_commit=False)),
             env.data_dir / "workspaces",
@@ -183,13 +185,13 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     )
 
     async def reset(_: int) -> None:
-        await restore_memory_quota(c, [ident, floor_ident, async_ident, noping_ident])
+        await restore_memory_quota(c, [ident, floor_ident, async_ident, ping_ident])
         # Through the memory service, so the reset is itself a recorded version and the timed
         # write is the steady state (a file changed behind Yuxi's back would make every timed
         # write record a `recovered` version first).
         await memory.write_memory_file(uid, base, if_match="*")
         await memory.write_memory_file(async_uid, base, if_match="*")
-        await memory.write_memory_file(noping_uid, base, if_match="*")
+        await memory.write_memory_file(ping_uid, base, if_match="*")
         for path in (floor_path, naive_path, unversioned_path):
             await asyncio.to_thread(write_plain, path, base)
 
@@ -203,10 +205,10 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         if result.get("status") != "updated":
             failures["diag_ours_async_commit"] += 1
 
-    async def diag_ours_no_pre_ping(r: int) -> None:
-        result, _ = await tool_outcome(lambda: noping_memory.remember_memory(noping_ident, fact(r)))
+    async def diag_ours_pre_ping(r: int) -> None:
+        result, _ = await tool_outcome(lambda: ping_memory.remember_memory(ping_ident, fact(r)))
         if result.get("status") != "updated":
-            failures["diag_ours_no_pre_ping"] += 1
+            failures["diag_ours_pre_ping"] += 1
 
     async def floor(r: int) -> None:
         conn = floor_conn
@@ -272,7 +274,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
                 "naive": naive,
                 "diag_floor_unversioned": diag_floor_unversioned,
                 "diag_ours_async_commit": diag_ours_async_commit,
-                "diag_ours_no_pre_ping": diag_ours_no_pre_ping,
+                "diag_ours_pre_ping": diag_ours_pre_ping,
             }
             run = await interleave(ops, rounds=rounds, warmup=warmup, before_round=reset)
             store_items = len(await store.asearch(namespace, limit=rounds + warmup + 10))
@@ -303,8 +305,8 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         "diag_ours_async_commit/langgraph_store": ratio(
             stats["diag_ours_async_commit"], stats["langgraph_store"]
         ),
-        "diag_ours_no_pre_ping/ours": ratio(stats["diag_ours_no_pre_ping"], stats["ours"]),
-        "diag_ours_no_pre_ping/floor": ratio(stats["diag_ours_no_pre_ping"], stats["floor"]),
+        "diag_ours_pre_ping/ours": ratio(stats["diag_ours_pre_ping"], stats["ours"]),
+        "diag_ours_pre_ping/floor": ratio(stats["diag_ours_pre_ping"], stats["floor"]),
     }
     p50 = ratios["ours/floor"]["p50"]
     return {
