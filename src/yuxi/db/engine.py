@@ -87,14 +87,16 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         max_overflow=pool_size,
         # SQL parameters (memory text, messages) never reach an error message or a log line
         hide_parameters=True,
-        # A statement stuck behind a lock must not hang a request forever. Custom plans only:
-        # psycopg prepares a statement after 5 runs, and PostgreSQL's generic plan for the
-        # history search (one user's rows, a LIKE pattern) scans all of that user's messages —
-        # 1,230x slower at p95 than the custom plan at 1M rows (benchmarks/, B4).
-        connect_args={
-            "options": "-c lock_timeout=15000 -c statement_timeout=60000"
-            " -c plan_cache_mode=force_custom_plan"
-        },
+        # The most recently returned connection first: its backend has this process's prepared
+        # statements and catalog caches warm, and the connections a quiet process does not
+        # need stay idle (and are pinged when used again).
+        pool_use_lifo=True,
+        # A statement stuck behind a lock must not hang a request forever. Plans: PostgreSQL's
+        # default (psycopg prepares a statement after 5 runs; the server then keeps a generic
+        # plan where it is as good as re-planning). The history tools alone need a plan made
+        # with their parameters, and ask for it in their own transactions
+        # (yuxi.repositories._history_queries.PLAN_WITH_PARAMETERS).
+        connect_args={"options": "-c lock_timeout=15000 -c statement_timeout=60000"},
     )
     ping_idle_connections(engine.sync_engine)
     return engine

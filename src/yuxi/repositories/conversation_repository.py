@@ -249,6 +249,7 @@ class ConversationRepository:
         if not query or len(query) > SEARCH_QUERY_MAX_CHARS or not is_valid_text(query):
             raise InvalidArgument(f"query must be 1..{SEARCH_QUERY_MAX_CHARS} characters of text")
         limit = _clamp(limit, 1, SEARCH_MAX_ITEMS)
+        await self.session.execute(q.PLAN_WITH_PARAMETERS)
         keyed = q.index_key(query) is not None
         window = SEARCH_FIRST_PASS_MESSAGES if keyed else SEARCH_RECENT_MESSAGES
         run = current_run_id
@@ -297,6 +298,7 @@ class ConversationRepository:
         ):
             raise NotFound(NOT_VISIBLE)
         limit = _clamp(limit, 1, READ_MAX_MESSAGES)
+        await self.session.execute(q.PLAN_WITH_PARAMETERS)
         thread = (await self.session.execute(q.thread_statement(uid, thread_id))).one_or_none()
         if thread is None:
             raise NotFound(NOT_VISIBLE)
