@@ -198,19 +198,20 @@ def _scan_nodes(plan: dict[str, Any]) -> list[str]:
     return found
 
 
-def _explain(url: str, stmt: Any) -> dict[str, Any]:
-    compiled = stmt.compile(
+def _explain(url: str, statement: tuple[Any, dict[str, Any]]) -> dict[str, Any]:
+    compiled = statement[0].compile(
         # SQLAlchemy's psycopg dialect declares an unannotated ``__init__(self, **kwargs)``.
         dialect=postgresql.dialect(paramstyle="numeric_dollar"),  # type: ignore[no-untyped-call]
-        compile_kwargs={"render_postcompile": True},
     )
-    assert compiled.positiontup is not None
-    args = [compiled.params[name] for name in compiled.positiontup]
+    # The values, with the IN lists expanded to one positional parameter per item.
+    expanded = compiled.construct_expanded_state(statement[1])
+    assert expanded.positiontup is not None
+    args = [expanded.parameters[name] for name in expanded.positiontup]
     out: dict[str, Any] = {}
     with psycopg.connect(url, autocommit=True) as conn:
         cur = psycopg.ClientCursor(conn)
         cur.execute("DEALLOCATE ALL")
-        cur.execute(f"PREPARE bench_search AS {compiled.string}")
+        cur.execute(f"PREPARE bench_search AS {expanded.statement}")
         placeholders = ", ".join(["%s"] * len(args))
         for mode in ("force_custom_plan", "force_generic_plan"):
             cur.execute(f"SET plan_cache_mode = {mode}")

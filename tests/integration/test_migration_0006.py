@@ -11,7 +11,6 @@ from alembic import command
 from sqlalchemy.dialects import postgresql
 
 from yuxi.db.migrate import alembic_config, downgrade_sync, upgrade_sync
-from yuxi.db.models import Message
 from yuxi.repositories import _history_queries as q
 
 STATISTICS = "st_messages_conversation_id_uid"
@@ -105,20 +104,15 @@ def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_a_thread_read_walks_the_thread_index_and_stops(database_url: str) -> None:
     thread = _seed(database_url)
-    base = q.thread_messages(HEAVY, thread)
     with psycopg.connect(database_url) as conn:
         middle = conn.execute(
             "SELECT id FROM messages WHERE conversation_id = %s ORDER BY id OFFSET %s LIMIT 1",
             (thread, THREAD_MESSAGES // 2),
         ).fetchone()
     assert middle is not None
-    reads = {
-        "latest": base.order_by(Message.id.desc()).limit(20),
-        "before": base.where(Message.id < middle[0]).order_by(Message.id.desc()).limit(19),
-        "after": base.where(Message.id > middle[0]).order_by(Message.id.asc()).limit(19),
-    }
-    for name, statement in reads.items():
-        nodes = _nodes(_plan(database_url, statement))
+    for name in ("latest", "before", "after"):
+        statement, params = q.thread_window(name, HEAVY, thread, anchor_id=middle[0], limit=19)
+        nodes = _nodes(_plan(database_url, statement.params(**params)))
         kinds = [node["Node Type"] for node in nodes]
         assert "Sort" not in kinds, (name, kinds)
         scans = [n for n in nodes if n.get("Relation Name") == "messages"]

@@ -1,15 +1,8 @@
 """The SQL of the history tools: visibility, field allowlist, literal ILIKE.
 
-Visibility is never a Python filter. Every statement here carries the whole rule in its WHERE
-clause, so ``LIMIT`` only ever counts rows the caller may see:
-
-* conversation: ``uid`` = caller, ``status = 'active'``, ``source NOT IN ('agent_call',
-  'agent_evaluation')``, not ``recall_excluded`` by its owner, and ``NOT EXISTS`` a
-  ``subagent_threads`` row naming it as the child;
-* message: ``uid`` = caller too (the denormalised owner), ``role IN ('user', 'assistant')``,
-  ``message_type IN VISIBLE_MESSAGE_TYPES`` and ``NOT IN HIDDEN_MESSAGE_TYPES``;
-* search only: not a message of the searching run itself (its run, or the interrupted runs it
-  resumes), so ``search history: Q`` never finds its own question first.
+Visibility is never a Python filter: every statement here carries the whole rule of
+:mod:`~yuxi.repositories._history_visibility` in its WHERE clause, so ``LIMIT`` only ever
+counts rows the caller may see.
 
 Statements select explicit columns only (never an ORM entity), so metadata, image_content,
 attachments and run_id are never even read (run_id only filters). Long text is cut in SQL to
@@ -18,13 +11,27 @@ what a budget can use.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Text, TextClause, func, literal, or_, select, text
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Integer,
+    Select,
+    String,
+    Text,
+    TextClause,
+    bindparam,
+    func,
+    literal_column,
+    select,
+    text,
+)
 from sqlalchemy.orm import aliased
 
-from yuxi.db.models import AgentRun, Conversation, Message, SubagentThread, ToolCall
+from yuxi.db.models import Conversation, Message, ToolCall
 from yuxi.limits import (
     READ_MESSAGE_BYTES,
     SEARCH_SNIPPET_BYTES,
@@ -32,14 +39,30 @@ from yuxi.limits import (
     TOOL_ITEM_BYTES,
     TOOLS_MAX_ITEMS,
 )
-from yuxi.vocabulary import HIDDEN_SOURCES
 
-VISIBLE_ROLES = ("user", "assistant")
-#: Never shown, whatever the allowlist below says (defence in depth).
-HIDDEN_MESSAGE_TYPES = ("tool_call", "tool_result", "audit", "system_audit")
-#: The allowlist. Only ordinary conversational text; any type added later (images, cards,
-#: audit records, ...) stays hidden until someone decides it is ordinary and lists it here.
-VISIBLE_MESSAGE_TYPES = ("text",)
+from ._history_visibility import (
+    HIDDEN_MESSAGE_TYPES,
+    VISIBLE_MESSAGE_TYPES,
+    VISIBLE_ROLES,
+    conversation_visible,
+    is_subagent_child,
+    not_of_run,
+    own_run_chain,
+    visible_conversation,
+    visible_message,
+)
+
+__all__ = [
+    "HIDDEN_MESSAGE_TYPES",
+    "VISIBLE_MESSAGE_TYPES",
+    "VISIBLE_ROLES",
+    "conversation_visible",
+    "is_subagent_child",
+    "not_of_run",
+    "own_run_chain",
+    "visible_conversation",
+    "visible_message",
+]
 
 LIKE_ESCAPE = "\\"
 
@@ -51,6 +74,27 @@ LIKE_ESCAPE = "\\"
 #: statements ~0.5-1 ms of planning each (B1).
 PLAN_WITH_PARAMETERS: TextClause = text("SET LOCAL plan_cache_mode = force_custom_plan")
 
+#: The statements the history tools run are built once per shape (``functools.cache``) with
+#: these parameters, and executed with a dict of values (:data:`Statement`). SQLAlchemy keys its
+#: compiled-SQL cache on a traversal of the statement, memoized per statement object: building
+#: and keying these nested statements anew on every call cost ~18 ms of Python per search at
+#: 10M rows, more than the database's own time (B4).
+P_UID = bindparam("uid", type_=String())
+P_QUERY = bindparam("query", type_=Text())
+P_PATTERN = bindparam("pattern", type_=Text())
+P_KEY_PATTERN = bindparam("key_pattern", type_=Text())
+P_LIMIT = bindparam("limit", type_=Integer())
+P_WINDOW = bindparam("window", type_=Integer())
+P_WINDOW_AND_ONE = bindparam("window_and_one", type_=Integer())
+P_RUN = bindparam("run_id", type_=String())
+P_SNIPPET_CHARS = bindparam("snippet_chars", type_=Integer())
+P_THREAD = bindparam("thread_id", type_=String())
+P_CONVERSATION = bindparam("conversation_id", type_=BigInteger())
+P_ANCHOR = bindparam("anchor_id", type_=BigInteger())
+
+#: A prebuilt statement and the values of its parameters.
+Statement = tuple[Select[*tuple[Any, ...]], dict[str, Any]]
+
 
 def escape_like(value: str) -> str:
     """``value`` as a literal for ``LIKE … ESCAPE '\\'``: the escape itself first, then % and _."""
@@ -61,60 +105,7 @@ def escape_like(value: str) -> str:
     )
 
 
-def is_subagent_child() -> ColumnElement[bool]:
-    """The conversation is a persisted SubAgent thread (a child of another thread)."""
-    return (
-        select(SubagentThread.id)
-        .where(SubagentThread.child_conversation_id == Conversation.id)
-        .exists()
-    )
-
-
-def visible_conversation(uid: str) -> list[ColumnElement[bool]]:
-    return [
-        Conversation.uid == uid,
-        Conversation.status == "active",
-        Conversation.source.not_in(HIDDEN_SOURCES),
-        Conversation.recall_excluded.is_(False),
-        ~is_subagent_child(),
-    ]
-
-
-def visible_message(uid: str, m: Any = Message) -> list[ColumnElement[bool]]:
-    """``m``: ``Message`` or an alias of it (e.g. over a subquery of its columns)."""
-    return [
-        m.uid == uid,
-        m.role.in_(VISIBLE_ROLES),
-        m.message_type.in_(VISIBLE_MESSAGE_TYPES),
-        m.message_type.not_in(HIDDEN_MESSAGE_TYPES),
-    ]
-
-
-def own_run_chain(uid: str, run_id: str) -> Select[Any]:
-    """The ids of run ``run_id`` of ``uid`` and of every run it resumes (``created_by_run_id``,
-    recursively): the runs whose messages belong to the current request."""
-    chain = (
-        select(AgentRun.id, AgentRun.created_by_run_id)
-        .where(AgentRun.id == run_id, AgentRun.uid == uid)
-        .cte("own_run_chain", recursive=True)
-    )
-    earlier = aliased(AgentRun)
-    chain = chain.union(
-        select(earlier.id, earlier.created_by_run_id)
-        .join(chain, earlier.id == chain.c.created_by_run_id)
-        .where(earlier.uid == uid)
-    )
-    return select(chain.c.id)
-
-
-def not_of_run(uid: str, run_id: str | None, m: Any = Message) -> list[ColumnElement[bool]]:
-    """Leave out the messages of the current run (and of the runs it resumes)."""
-    if run_id is None:
-        return []
-    return [or_(m.run_id.is_(None), m.run_id.not_in(own_run_chain(uid, run_id)))]
-
-
-def _visible_messages(uid: str, *columns: Any, m: Any = Message) -> Select[Any]:
+def _visible_messages(uid: Any, *columns: Any, m: Any = Message) -> Select[Any]:
     return (
         select(*columns)
         .join(Conversation, Conversation.id == m.conversation_id)
@@ -122,7 +113,7 @@ def _visible_messages(uid: str, *columns: Any, m: Any = Message) -> Select[Any]:
     )
 
 
-def _newest(uid: str, window: int) -> Any:
+def _newest(uid: Any, window: Any) -> Any:
     """The newest ``window`` stored messages of ``uid``, visible or not, as an alias of
     ``Message``: a backward walk of ``(uid, id DESC)`` that stops after ``window`` rows and
     carries every column the search needs, so no plan can turn it into a scan of the whole
@@ -146,35 +137,64 @@ def _newest(uid: str, window: int) -> Any:
     return aliased(Message, newest)
 
 
-def recent_count_statement(uid: str, window: int, current_run_id: str | None) -> Select[Any]:
-    """``(stored, visible)``: how many of the newest ``window + 1`` stored messages of ``uid``
-    there are (at most ``window``: that is the whole history), and how many of the newest
-    ``window`` the search may see."""
-    m = _newest(uid, window)
+@functools.cache
+def _recent_count(own_run: bool) -> Select[*tuple[Any, ...]]:
+    m = _newest(P_UID, P_WINDOW)
     visible = (
         select(m.id)
         .join(Conversation, Conversation.id == m.conversation_id)
-        .where(*visible_message(uid, m), *visible_conversation(uid))
-        .where(*not_of_run(uid, current_run_id, m))
+        .where(*visible_message(P_UID, m), *visible_conversation(P_UID))
+        .where(*not_of_run(P_UID, P_RUN if own_run else None, m))
     )
     return select(
-        select(func.count()).select_from(_newest(uid, window + 1)).scalar_subquery(),
+        select(func.count()).select_from(_newest(P_UID, P_WINDOW_AND_ONE)).scalar_subquery(),
         select(func.count()).select_from(visible.subquery()).scalar_subquery(),
     )
+
+
+def recent_count_statement(uid: str, window: int, current_run_id: str | None) -> Statement:
+    """``(stored, visible)``: how many of the newest ``window + 1`` stored messages of ``uid``
+    there are (at most ``window``: that is the whole history), and how many of the newest
+    ``window`` the search may see."""
+    return _recent_count(current_run_id is not None), {
+        "uid": uid,
+        "window": window,
+        "window_and_one": window + 1,
+        "run_id": current_run_id,
+    }
+
+
+@functools.cache
+def _has_older() -> Select[*tuple[Any, ...]]:
+    older = (
+        select(Message.id)
+        .where(Message.uid == P_UID)
+        .order_by(Message.id.desc())
+        .offset(P_WINDOW)
+        .limit(1)
+    )
+    return select(older.exists())
+
+
+def has_older_statement(uid: str, window: int) -> Statement:
+    """Whether ``uid`` has more than ``window`` stored messages: a walk of ``(uid, id DESC)``
+    that reads only the index where the visibility map allows (what a keyed search needs to
+    know after its first pass; :func:`recent_count_statement` also counts the visible ones)."""
+    return _has_older(), {"uid": uid, "window": window}
 
 
 def _pattern(query: str) -> str:
     return "%" + escape_like(query) + "%"
 
 
-def _recent_hits(uid: str, query: str, limit: int, window: int, run: str | None) -> Any:
-    m = _newest(uid, window)
+def _recent_hits(own_run: bool) -> Any:
+    m = _newest(P_UID, P_WINDOW)
     return (
-        _visible_messages(uid, m.id.label("message_id"), m=m)
-        .where(*not_of_run(uid, run, m))
-        .where(m.content.ilike(_pattern(query), escape=LIKE_ESCAPE))
+        _visible_messages(P_UID, m.id.label("message_id"), m=m)
+        .where(*not_of_run(P_UID, P_RUN if own_run else None, m))
+        .where(m.content.ilike(P_PATTERN, escape=LIKE_ESCAPE))
         .order_by(m.id.desc())
-        .limit(limit)
+        .limit(P_LIMIT)
         .subquery("recent_hits")
     )
 
@@ -199,10 +219,10 @@ def index_key(query: str) -> str | None:
 def _off_index(column: Any) -> Any:
     """``column`` as an expression no index is built on (``content || ''``, the same text):
     a condition on it is checked on rows already found, never used to find them."""
-    return column.op("||")(literal("", Text))
+    return column.op("||")(literal_column("''", Text))
 
 
-def _indexed_hits(uid: str, query: str, limit: int, run: str | None) -> Any:
+def _indexed_hits(own_run: bool) -> Any:
     # All matching visible messages, found in one scan that is computed apart (MATERIALIZED, no
     # ORDER BY/LIMIT inside): the planner picks the cheapest way to find *all* of the caller's
     # candidates — the (uid, content) trigram index where it exists — and cannot walk
@@ -212,7 +232,6 @@ def _indexed_hits(uid: str, query: str, limit: int, run: str | None) -> Any:
     # trigrams, blank-padded ones included, would make the index scan follow the table).
     # Everything after reads only the matches (no second scan of messages by uid: the
     # planner costs the uid part of the GIN index far below what it reads for a heavy user).
-    key = index_key(query) or query
     found = (
         select(
             Message.id,
@@ -222,9 +241,9 @@ def _indexed_hits(uid: str, query: str, limit: int, run: str | None) -> Any:
             Message.message_type,
             Message.run_id,
         )
-        .where(*visible_message(uid))
-        .where(Message.content.ilike(_pattern(key), escape=LIKE_ESCAPE))
-        .where(_off_index(Message.content).ilike(_pattern(query), escape=LIKE_ESCAPE))
+        .where(*visible_message(P_UID))
+        .where(Message.content.ilike(P_KEY_PATTERN, escape=LIKE_ESCAPE))
+        .where(_off_index(Message.content).ilike(P_PATTERN, escape=LIKE_ESCAPE))
         .cte("matches")
         .prefix_with("MATERIALIZED")
     )
@@ -232,11 +251,33 @@ def _indexed_hits(uid: str, query: str, limit: int, run: str | None) -> Any:
     return (
         select(m.id.label("message_id"))
         .join(Conversation, Conversation.id == m.conversation_id)
-        .where(*visible_message(uid, m), *visible_conversation(uid))
-        .where(*not_of_run(uid, run, m))
+        .where(*visible_message(P_UID, m), *visible_conversation(P_UID))
+        .where(*not_of_run(P_UID, P_RUN if own_run else None, m))
         .order_by(m.id.desc())
-        .limit(limit)
+        .limit(P_LIMIT)
         .subquery("hits")
+    )
+
+
+@functools.cache
+def _search(windowed: bool, own_run: bool) -> Select[*tuple[Any, ...]]:
+    hits = _recent_hits(own_run) if windowed else _indexed_hits(own_run)
+    position = func.strpos(func.lower(Message.content), func.lower(P_QUERY))
+    start = func.greatest(position - SEARCH_SNIPPET_BYTES, 1)
+    return (
+        select(
+            hits.c.message_id,
+            Message.role.label("role"),
+            Conversation.thread_id.label("thread_id"),
+            Conversation.title.label("title"),
+            position.label("position"),
+            start.label("window_start"),
+            func.substr(Message.content, start, P_SNIPPET_CHARS).label("window"),
+            func.char_length(Message.content).label("length"),
+        )
+        .join(Message, Message.id == hits.c.message_id)
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .order_by(hits.c.message_id.desc())
     )
 
 
@@ -247,7 +288,7 @@ def search_statement(
     *,
     current_run_id: str | None = None,
     window: int | None = None,
-) -> Select[Any]:
+) -> Statement:
     """Newest visible matches (none of ``current_run_id``'s own, see :func:`not_of_run`), each
     with a window of at most ``2 * 512 + len(query)`` characters.
 
@@ -262,35 +303,27 @@ def search_statement(
     ``strpos(lower(content), lower(query))`` (0 when lower-casing moved the match: the window then
     starts at the beginning), and only for the rows that survive the LIMIT.
     """
-    hits = (
-        _indexed_hits(uid, query, limit, current_run_id)
-        if window is None
-        else _recent_hits(uid, query, limit, window, current_run_id)
-    )
-    position = func.strpos(func.lower(Message.content), func.lower(literal(query, Text)))
-    start = func.greatest(position - SEARCH_SNIPPET_BYTES, 1)
-    return (
-        select(
-            hits.c.message_id,
-            Message.role.label("role"),
-            Conversation.thread_id.label("thread_id"),
-            Conversation.title.label("title"),
-            position.label("position"),
-            start.label("window_start"),
-            func.substr(Message.content, start, 2 * SEARCH_SNIPPET_BYTES + len(query)).label(
-                "window"
-            ),
-            func.char_length(Message.content).label("length"),
-        )
-        .join(Message, Message.id == hits.c.message_id)
-        .join(Conversation, Conversation.id == Message.conversation_id)
-        .order_by(hits.c.message_id.desc())
-    )
+    statement = _search(window is not None, current_run_id is not None)
+    return statement, {
+        "uid": uid,
+        "query": query,
+        "pattern": _pattern(query),
+        "key_pattern": _pattern(index_key(query) or query),
+        "limit": limit,
+        "window": window,
+        "run_id": current_run_id,
+        "snippet_chars": 2 * SEARCH_SNIPPET_BYTES + len(query),
+    }
 
 
-def thread_statement(uid: str, thread_id: str) -> Select[Any]:
+@functools.cache
+def _thread() -> Select[*tuple[Any, ...]]:
     columns: tuple[Any, ...] = (Conversation.id, Conversation.thread_id, Conversation.title)
-    return select(*columns).where(Conversation.thread_id == thread_id, *visible_conversation(uid))
+    return select(*columns).where(Conversation.thread_id == P_THREAD, *visible_conversation(P_UID))
+
+
+def thread_statement(uid: str, thread_id: str) -> Statement:
+    return _thread(), {"uid": uid, "thread_id": thread_id}
 
 
 def _content_prefix() -> ColumnElement[str]:
@@ -299,28 +332,45 @@ def _content_prefix() -> ColumnElement[str]:
     return func.left(Message.content, READ_MESSAGE_BYTES + 1, type_=Text).label("content")
 
 
-def conversation_visible(uid: str, conversation_id: int) -> ColumnElement[bool]:
-    """The conversation ``conversation_id`` is visible to ``uid``, as one uncorrelated
-    ``EXISTS``: PostgreSQL evaluates it once, before the scan (a one-time filter), so the
-    statement it guards reads one table and can walk ``(conversation_id, id)`` in order."""
-    return (
-        select(Conversation.id)
-        .where(Conversation.id == conversation_id, *visible_conversation(uid))
-        .exists()
-    )
+#: The reads of one thread's window: the newest ``limit``; the anchor itself; up to ``limit``
+#: before it (newest first); up to ``limit`` after it (oldest first).
+THREAD_WINDOWS = ("latest", "anchor", "before", "after")
 
 
-def thread_messages(uid: str, conversation_id: int) -> Select[Any]:
-    """The visible messages of one thread. Not a join: with the conversation joined, the planner
-    put the thread's rows under a nested loop, so ``ORDER BY id LIMIT n`` could not stop early
-    and every read fetched and sorted the whole thread (a 2,000-message thread at 10M rows:
-    48 ms for 19 rows; with this shape and migration 0006's statistics, under 1 ms)."""
+@functools.cache
+def _thread_window(kind: str) -> Select[*tuple[Any, ...]]:
+    # Not a join: with the conversation joined, the planner put the thread's rows under a
+    # nested loop, so ``ORDER BY id LIMIT n`` could not stop early and every read fetched and
+    # sorted the whole thread (a 2,000-message thread at 10M rows: 48 ms for 19 rows; with
+    # this shape and migration 0006's statistics, under 1 ms).
     columns: tuple[Any, ...] = (Message.id, Message.role, _content_prefix())
-    return (
+    base = (
         select(*columns)
-        .where(Message.conversation_id == conversation_id, *visible_message(uid))
-        .where(conversation_visible(uid, conversation_id))
+        .where(Message.conversation_id == P_CONVERSATION, *visible_message(P_UID))
+        .where(conversation_visible(P_UID, P_CONVERSATION))
     )
+    if kind == "latest":
+        return base.order_by(Message.id.desc()).limit(P_LIMIT)
+    if kind == "anchor":
+        return base.where(Message.id == P_ANCHOR)
+    if kind == "before":
+        return base.where(Message.id < P_ANCHOR).order_by(Message.id.desc()).limit(P_LIMIT)
+    if kind == "after":
+        return base.where(Message.id > P_ANCHOR).order_by(Message.id.asc()).limit(P_LIMIT)
+    raise ValueError(f"not a thread window: {kind!r}")
+
+
+def thread_window(
+    kind: str, uid: str, conversation_id: int, *, anchor_id: int | None = None, limit: int = 1
+) -> Statement:
+    """Visible messages ``(id, role, content prefix)`` of one visible thread, for ``kind`` in
+    :data:`THREAD_WINDOWS`."""
+    return _thread_window(kind), {
+        "uid": uid,
+        "conversation_id": conversation_id,
+        "anchor_id": anchor_id,
+        "limit": limit,
+    }
 
 
 def tool_calls_statement(uid: str, conversation_id: int) -> Select[Any]:

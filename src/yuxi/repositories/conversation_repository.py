@@ -254,17 +254,18 @@ class ConversationRepository:
         window = SEARCH_FIRST_PASS_MESSAGES if keyed else SEARCH_RECENT_MESSAGES
         run = current_run_id
         statement = q.search_statement(uid, query, limit, current_run_id=run, window=window)
-        rows = (await self.session.execute(statement)).all()
+        rows = (await self.session.execute(*statement)).all()
         searched: int | None = None
-        if len(rows) < limit:
-            counts = (await self.session.execute(q.recent_count_statement(uid, window, run))).one()
+        if len(rows) < limit and keyed:
+            older = (await self.session.execute(*q.has_older_statement(uid, window))).scalar()
+            if older:  # not the whole history yet: search all of it
+                everything = q.search_statement(uid, query, limit, current_run_id=run)
+                rows = (await self.session.execute(*everything)).all()
+        elif len(rows) < limit:
+            counts = (await self.session.execute(*q.recent_count_statement(uid, window, run))).one()
             stored, visible = int(counts[0]), int(counts[1])
-            if stored > window:  # older messages exist: not the whole history
-                if keyed:
-                    everything = q.search_statement(uid, query, limit, current_run_id=run)
-                    rows = (await self.session.execute(everything)).all()
-                else:
-                    searched = visible
+            if stored > window:  # older messages exist: say how much was searched
+                searched = visible
         items = [shape.search_item(row, query) for row in rows]
         return shape.search_response(items, searched_messages=searched)
 
@@ -299,7 +300,7 @@ class ConversationRepository:
             raise NotFound(NOT_VISIBLE)
         limit = _clamp(limit, 1, READ_MAX_MESSAGES)
         await self.session.execute(q.PLAN_WITH_PARAMETERS)
-        thread = (await self.session.execute(q.thread_statement(uid, thread_id))).one_or_none()
+        thread = (await self.session.execute(*q.thread_statement(uid, thread_id))).one_or_none()
         if thread is None:
             raise NotFound(NOT_VISIBLE)
         conversation_id = int(thread.id)
@@ -322,24 +323,27 @@ class ConversationRepository:
         self, uid: str, conversation_id: int, anchor_id: int | None, limit: int
     ) -> tuple[list[Any], int | None]:
         """Rows ``(id, role, content prefix)`` in chronological order, and the anchor's index."""
-        base = q.thread_messages(uid, conversation_id)
         if anchor_id is None:
-            latest = (
-                await self.session.execute(base.order_by(Message.id.desc()).limit(limit))
-            ).all()
-            return list(reversed(latest)), None
-        anchor = (await self.session.execute(base.where(Message.id == anchor_id))).one_or_none()
+            latest = await self.session.execute(
+                *q.thread_window("latest", uid, conversation_id, limit=limit)
+            )
+            return list(reversed(latest.all())), None
+        anchor = (
+            await self.session.execute(
+                *q.thread_window("anchor", uid, conversation_id, anchor_id=anchor_id)
+            )
+        ).one_or_none()
         if anchor is None:
             raise NotFound(NOT_VISIBLE)
         side = limit - 1
         before = (
             await self.session.execute(
-                base.where(Message.id < anchor_id).order_by(Message.id.desc()).limit(side)
+                *q.thread_window("before", uid, conversation_id, anchor_id=anchor_id, limit=side)
             )
         ).all()
         after = (
             await self.session.execute(
-                base.where(Message.id > anchor_id).order_by(Message.id.asc()).limit(side)
+                *q.thread_window("after", uid, conversation_id, anchor_id=anchor_id, limit=side)
             )
         ).all()
         want_before = side // 2
