@@ -18,13 +18,12 @@ and its own LISTEN session either way).
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,10 @@ import pytest
 from sqlalchemy import text
 
 from tests.fixtures_server import _free_port
+from tests.waiting import until
 from yuxi.bootstrap import Container
+
+from .sse import iter_events
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -90,17 +92,8 @@ def _spawn(name: str, args: list[str], env: dict[str, str], tmp: Path) -> Proc:
     return Proc(name, proc, log)
 
 
-async def _until(what: str, check: Any, within: float = GIVE_UP_SECONDS) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
+async def _wait(what: str, check: Any) -> None:
+    await until(what, check, within=GIVE_UP_SECONDS)
 
 
 async def start_api(container: Container, tmp: Path, name: str) -> Proc:
@@ -118,7 +111,7 @@ async def start_api(container: Container, tmp: Path, name: str) -> Proc:
         except httpx.HTTPError:
             return False
 
-    await _until(f"{name} to serve", up)
+    await _wait(f"{name} to serve", up)
     return api
 
 
@@ -130,7 +123,7 @@ async def start_worker(container: Container, tmp: Path, name: str) -> Proc:
             pytest.fail(f"{name} exited early:\n{worker.text()[-3000:]}")
         return "worker(s) running" in worker.text()
 
-    await _until(f"{name} to start", up)
+    await _wait(f"{name} to start", up)
     return worker
 
 
@@ -160,26 +153,11 @@ def _client(base_url: str, token: str) -> httpx.AsyncClient:
     )
 
 
-async def _frames(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    frame: dict[str, str] = {}
-    async for line in resp.aiter_lines():
-        line = line.rstrip("\r")
-        if not line:
-            if "data" in frame:
-                payload = json.loads(frame["data"])
-                assert str(payload["seq"]) == frame.get("id")
-                yield payload
-            frame = {}
-        elif not line.startswith(":"):
-            key, _, value = line.partition(":")
-            frame[key] = value[1:] if value.startswith(" ") else value
-
-
 async def _follow(client: httpx.AsyncClient, run_id: str, after: int = 0) -> list[dict[str, Any]]:
     headers = {"Accept": "text/event-stream", "Last-Event-ID": str(after)}
     async with client.stream("GET", f"/api/v1/runs/{run_id}/events", headers=headers) as resp:
         assert resp.status_code == 200
-        return [e async for e in _frames(resp)]
+        return [e async for e in iter_events(resp)]
 
 
 async def _submit(client: httpx.AsyncClient, text_in: str) -> str:
@@ -227,7 +205,7 @@ async def test_two_api_and_two_worker_processes_share_the_runs(
                 assert [e["seq"] for e in followed] == list(range(1, len(followed) + 1))
                 assert followed[-1]["data"] == {"status": "completed"}
             for run_id in run_ids:
-                await _until("the run to complete", lambda r=run_id: _completed(container, r))
+                await _wait("the run to complete", functools.partial(_completed, container, run_id))
                 assert await _record(container, run_id) == (
                     "completed",
                     1,
@@ -264,11 +242,11 @@ async def test_killing_an_api_process_and_a_worker_mid_run_loses_and_doubles_not
                     async with a.stream(
                         "GET", f"/api/v1/runs/{held}/events", headers=headers
                     ) as resp:
-                        async for event in _frames(resp):
+                        async for event in iter_events(resp):
                             seen.append(event)
 
                 stream = asyncio.create_task(follow_a())
-                await _until("the held run's tool call", lambda: _tool_started(seen))
+                await _wait("the held run's tool call", lambda: _tool_started(seen))
                 procs.append(await start_worker(container, tmp_path, "worker-2"))
                 queued = [await _submit(b, f"after {i}") for i in range(3)]
                 api_a.kill()  # mid-stream
@@ -290,7 +268,7 @@ async def test_killing_an_api_process_and_a_worker_mid_run_loses_and_doubles_not
                     ["pending", "running", "failed"],
                 )
                 for run_id in queued:
-                    await _until("a queued run", lambda r=run_id: _completed(container, r))
+                    await _wait("a queued run", functools.partial(_completed, container, run_id))
                     assert await _record(container, run_id) == (
                         "completed",
                         1,

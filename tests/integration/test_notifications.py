@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 
 import psycopg
 import pytest
 
 from tests.integration.factories import make_user
+from tests.waiting import until
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime, open_notifications
 from yuxi.db.notifications import (
     RUN_CANCEL,
@@ -44,7 +45,7 @@ async def running(
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run_forever(stop, poll_seconds=poll_seconds))
         try:
-            await _until(lambda: _true(worker.stats.claimed >= 0))  # started
+            await _until("the worker to start", lambda: worker.stats.claimed >= 0)
             await asyncio.sleep(0.2)  # its first look found nothing; it is idle now
             yield worker
         finally:
@@ -52,15 +53,8 @@ async def running(
             await asyncio.wait_for(task, 10)
 
 
-async def _true(value: bool) -> bool:
-    return value
-
-
-async def _until(check: Callable[[], Awaitable[bool]], seconds: float = SETTLE_SECONDS) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.02)
+async def _until(what: str, check: Callable[[], object]) -> None:
+    await until(what, check, within=SETTLE_SECONDS, poll=0.02)
 
 
 async def _settled(container: Container, uid: str, run_id: str) -> str:
@@ -69,7 +63,7 @@ async def _settled(container: Container, uid: str, run_id: str) -> str:
     async def done() -> bool:
         return (await chat.get_run(uid, run_id)).status in SETTLED_RUN_STATUSES
 
-    await _until(done)
+    await _until("the run to settle", done)
     return (await chat.get_run(uid, run_id)).status
 
 
@@ -140,7 +134,7 @@ async def test_a_notification_lost_while_the_listener_is_down_only_delays(
             async with await psycopg.AsyncConnection.connect(container.database_url) as admin:
                 await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
                 await admin.commit()
-            await _until(lambda: _true(not hub.stats.connected))
+            await _until("the listener to notice the kill", lambda: not hub.stats.connected)
             run_id = await _submit(container, uid)
             await asyncio.sleep(0.5)
             chat = container.services.chat
@@ -164,7 +158,7 @@ async def test_forged_and_foreign_payloads_wake_nobody_else_and_never_break_the_
             await _notify(container, RUN_EVENTS, payload)
         await _notify(container, RUN_EVENTS, "run-b")  # somebody else's run
         await _notify(container, "yuxi_not_ours", "run-a")  # a channel we do not listen on
-        await _until(lambda: _true(hub.stats.received >= 5))
+        await _until("five notifications", lambda: hub.stats.received >= 5)
         assert hub.stats.ignored == 4
         assert not await mine.wait(0.2)
         assert not await pending.wait(0) and not await revoked.wait(0)
@@ -185,7 +179,7 @@ async def test_a_forged_pending_notification_makes_a_worker_look_and_find_nothin
         running(container, hub, poll_seconds=NEVER) as worker,
     ):
         await _notify(container, RUN_PENDING, "00000000-0000-0000-0000-000000000000")
-        await _until(lambda: _true(worker.stats.woken >= 1))
+        await _until("a wake-up", lambda: worker.stats.woken >= 1)
         await asyncio.sleep(0.2)
         assert worker.stats.claimed == 0
 

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from yuxi.db import engine as engine_module
-from yuxi.db.engine import PING_AFTER_IDLE_SECONDS, create_engine, ping_idle_connections
+from yuxi.db.engine import (
+    PING_AFTER_IDLE_SECONDS,
+    create_engine,
+    ping_idle_connections,
+    sqlalchemy_url,
+)
 
 
 @pytest.fixture
@@ -26,28 +32,40 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
         await engine.dispose()
 
 
-_CHECKED_IN: dict[int, list[Any]] = {}
+@dataclass
+class PoolWatch:
+    """Every ping the pool makes (still made: this only records it), and every connection
+    record checked in (to make them look idle for longer)."""
+
+    pings: list[object] = field(default_factory=list)
+    checked_in: list[Any] = field(default_factory=list)
+
+    def age(self, seconds: float) -> None:
+        for record in self.checked_in:
+            record.info[engine_module._IDLE_SINCE] -= seconds
 
 
-@pytest.fixture
-def pings(engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every ping the pool makes (still made: this only records it)."""
-    seen: list[object] = []
+def _watch(engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch) -> PoolWatch:
+    watch = PoolWatch()
     dialect = engine.sync_engine.dialect
     original = dialect.do_ping
 
     def do_ping(dbapi_connection: Any) -> bool:
-        seen.append(dbapi_connection)
+        watch.pings.append(dbapi_connection)
         return original(dbapi_connection)
 
     monkeypatch.setattr(dialect, "do_ping", do_ping)
-    records = _CHECKED_IN.setdefault(id(engine), [])
 
     @event.listens_for(engine.sync_engine.pool, "checkin")
     def _remember(dbapi_connection: Any, record: Any) -> None:  # after the engine's own
-        records.append(record)
+        watch.checked_in.append(record)
 
-    return seen
+    return watch
+
+
+@pytest.fixture
+def watch(engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch) -> PoolWatch:
+    return _watch(engine, monkeypatch)
 
 
 async def _backend_pid(engine: AsyncEngine) -> int:
@@ -67,46 +85,40 @@ async def _terminate(database_url: str, pid: int) -> None:
             await asyncio.sleep(0.01)
 
 
-def _age_pool(engine: AsyncEngine, seconds: float) -> None:
-    """Make every connection checked in so far look idle for ``seconds`` more."""
-    for record in _CHECKED_IN.get(id(engine), []):
-        record.info[engine_module._IDLE_SINCE] -= seconds
-
-
 async def test_no_ping_for_a_connection_back_moments_ago(
-    engine: AsyncEngine, pings: list[object]
+    engine: AsyncEngine, watch: PoolWatch
 ) -> None:
     first = await _backend_pid(engine)  # a fresh connection: not pinged either
     for _ in range(5):
         assert await _backend_pid(engine) == first
-    assert pings == []
+    assert watch.pings == []
 
 
 async def test_a_connection_idle_past_the_threshold_is_pinged_once(
-    engine: AsyncEngine, pings: list[object]
+    engine: AsyncEngine, watch: PoolWatch
 ) -> None:
     first = await _backend_pid(engine)
-    _age_pool(engine, PING_AFTER_IDLE_SECONDS + 0.5)
+    watch.age(PING_AFTER_IDLE_SECONDS + 0.5)
     assert await _backend_pid(engine) == first
-    assert len(pings) == 1
+    assert len(watch.pings) == 1
     assert await _backend_pid(engine) == first  # just used again: no second ping
-    assert len(pings) == 1
+    assert len(watch.pings) == 1
 
 
 async def test_a_dead_idle_connection_is_replaced_unseen(
-    engine: AsyncEngine, database_url: str, pings: list[object]
+    engine: AsyncEngine, database_url: str, watch: PoolWatch
 ) -> None:
     dead = await _backend_pid(engine)
     await _terminate(database_url, dead)
-    _age_pool(engine, PING_AFTER_IDLE_SECONDS + 0.5)
+    watch.age(PING_AFTER_IDLE_SECONDS + 0.5)
     # The caller gets a working connection on its first try: no error reaches it.
     replaced = await _backend_pid(engine)
     assert replaced != dead
-    assert len(pings) == 1
+    assert len(watch.pings) == 1
 
 
 async def test_a_dead_recent_connection_fails_once_then_the_pool_recovers(
-    engine: AsyncEngine, database_url: str, pings: list[object]
+    engine: AsyncEngine, database_url: str, watch: PoolWatch
 ) -> None:
     """The documented price of not pinging: one unit of work fails (and changes nothing)."""
     dead = await _backend_pid(engine)
@@ -115,28 +127,19 @@ async def test_a_dead_recent_connection_fails_once_then_the_pool_recovers(
         await _backend_pid(engine)
     assert failed.value.connection_invalidated
     assert await _backend_pid(engine) != dead
-    assert pings == []
+    assert watch.pings == []
 
 
-async def test_the_threshold_is_a_parameter(database_url: str) -> None:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    from yuxi.db.engine import sqlalchemy_url
-
+async def test_the_threshold_is_a_parameter(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     plain = create_async_engine(sqlalchemy_url(database_url), pool_size=1)
     ping_idle_connections(plain.sync_engine, after_seconds=0.0)
-    seen: list[object] = []
-    original = plain.sync_engine.dialect.do_ping
-
-    def do_ping(dbapi_connection: Any) -> bool:
-        seen.append(dbapi_connection)
-        return original(dbapi_connection)
-
-    plain.sync_engine.dialect.do_ping = do_ping  # type: ignore[method-assign]
+    watch = _watch(plain, monkeypatch)
     try:
         await _backend_pid(plain)
         await asyncio.sleep(0.01)
         await _backend_pid(plain)
     finally:
         await plain.dispose()
-    assert len(seen) == 1
+    assert len(watch.pings) == 1

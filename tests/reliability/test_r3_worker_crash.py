@@ -33,6 +33,7 @@ import pytest
 from sqlalchemy import select
 
 from tests.integration.factories import make_user, memory_file, remember
+from tests.waiting import until
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.db.models import AgentRun, RunEvent
 from yuxi.identity import RunIdentity
@@ -81,27 +82,13 @@ def _start_worker(container: Container, log: Path, count: int) -> WorkerProcess:
     return WorkerProcess(proc, log)
 
 
-async def _until(what: str, check: object, within: float = 60.0, poll: float = 0.05) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        assert callable(check)
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(poll)
-
-
 async def _ready(worker: WorkerProcess) -> None:
     def up() -> bool:
         if worker.proc.poll() is not None:
             pytest.fail(f"worker exited early:\n{worker.text()[-3000:]}")
         return "worker(s) running" in worker.text()
 
-    await _until("the worker process to start", up)
+    await until("the worker process to start", up)
 
 
 def _stop(worker: WorkerProcess) -> None:
@@ -155,7 +142,7 @@ async def _crash_round(
             row = await cur.fetchone()
             return bool(row and row[0]) and (await _run(container, crashed.id)).status == "running"
 
-        await _until("the run to block inside remember_memory", blocked_in_tool)
+        await until("the run to block inside remember_memory", blocked_in_tool)
         queued = []
         for k in range(QUEUED):
             t = await chat.create_thread(other)
@@ -190,7 +177,7 @@ async def _crash_round(
                 mine.extend(await rival.reconcile())
                 return (await _run(container, crashed.id)).status != "running"
 
-            await _until("the expired lease to be reconciled", reconciled, within=60, poll=0.2)
+            await until("the expired lease to be reconciled", reconciled, within=60, poll=0.2)
         stats["reconcile_seconds_max"] = max(
             stats["reconcile_seconds_max"], round(time.monotonic() - killed_at, 1)
         )
@@ -222,7 +209,7 @@ async def _crash_round(
             runs = [await _run(container, run_id) for run_id in queued]
             return all(r.status in ("completed", "failed") for r in runs)
 
-        await _until("the queued runs to finish", queued_done, within=120)
+        await until("the queued runs to finish", queued_done, within=120)
         async with container.session_factory() as s, s.begin():
             assert await AgentRunRepository(s).reconcile_expired() == []
 
