@@ -54,12 +54,24 @@ from ._history_visibility import (
 
 __all__ = [
     "HIDDEN_MESSAGE_TYPES",
+    "LIKE_ESCAPE",
+    "PLAN_WITH_PARAMETERS",
+    "THREAD_WINDOWS",
     "VISIBLE_MESSAGE_TYPES",
     "VISIBLE_ROLES",
+    "Statement",
     "conversation_visible",
+    "escape_like",
+    "has_older_statement",
+    "index_key",
     "is_subagent_child",
     "not_of_run",
     "own_run_chain",
+    "recent_count_statement",
+    "search_statement",
+    "thread_statement",
+    "thread_window",
+    "tool_calls_statement",
     "visible_conversation",
     "visible_message",
 ]
@@ -79,18 +91,18 @@ PLAN_WITH_PARAMETERS: TextClause = text("SET LOCAL plan_cache_mode = force_custo
 #: compiled-SQL cache on a traversal of the statement, memoized per statement object: building
 #: and keying these nested statements anew on every call cost ~18 ms of Python per search at
 #: 10M rows, more than the database's own time (B4).
-P_UID = bindparam("uid", type_=String())
-P_QUERY = bindparam("query", type_=Text())
-P_PATTERN = bindparam("pattern", type_=Text())
-P_KEY_PATTERN = bindparam("key_pattern", type_=Text())
-P_LIMIT = bindparam("limit", type_=Integer())
-P_WINDOW = bindparam("window", type_=Integer())
-P_WINDOW_AND_ONE = bindparam("window_and_one", type_=Integer())
-P_RUN = bindparam("run_id", type_=String())
-P_SNIPPET_CHARS = bindparam("snippet_chars", type_=Integer())
-P_THREAD = bindparam("thread_id", type_=String())
-P_CONVERSATION = bindparam("conversation_id", type_=BigInteger())
-P_ANCHOR = bindparam("anchor_id", type_=BigInteger())
+_P_UID = bindparam("uid", type_=String())
+_P_QUERY = bindparam("query", type_=Text())
+_P_PATTERN = bindparam("pattern", type_=Text())
+_P_KEY_PATTERN = bindparam("key_pattern", type_=Text())
+_P_LIMIT = bindparam("limit", type_=Integer())
+_P_WINDOW = bindparam("window", type_=Integer())
+_P_WINDOW_AND_ONE = bindparam("window_and_one", type_=Integer())
+_P_RUN = bindparam("run_id", type_=String())
+_P_SNIPPET_CHARS = bindparam("snippet_chars", type_=Integer())
+_P_THREAD = bindparam("thread_id", type_=String())
+_P_CONVERSATION = bindparam("conversation_id", type_=BigInteger())
+_P_ANCHOR = bindparam("anchor_id", type_=BigInteger())
 
 #: A prebuilt statement and the values of its parameters.
 Statement = tuple[Select[*tuple[Any, ...]], dict[str, Any]]
@@ -139,15 +151,15 @@ def _newest(uid: Any, window: Any) -> Any:
 
 @functools.cache
 def _recent_count(own_run: bool) -> Select[*tuple[Any, ...]]:
-    m = _newest(P_UID, P_WINDOW)
+    m = _newest(_P_UID, _P_WINDOW)
     visible = (
         select(m.id)
         .join(Conversation, Conversation.id == m.conversation_id)
-        .where(*visible_message(P_UID, m), *visible_conversation(P_UID))
-        .where(*not_of_run(P_UID, P_RUN if own_run else None, m))
+        .where(*visible_message(_P_UID, m), *visible_conversation(_P_UID))
+        .where(*not_of_run(_P_UID, _P_RUN if own_run else None, m))
     )
     return select(
-        select(func.count()).select_from(_newest(P_UID, P_WINDOW_AND_ONE)).scalar_subquery(),
+        select(func.count()).select_from(_newest(_P_UID, _P_WINDOW_AND_ONE)).scalar_subquery(),
         select(func.count()).select_from(visible.subquery()).scalar_subquery(),
     )
 
@@ -168,9 +180,9 @@ def recent_count_statement(uid: str, window: int, current_run_id: str | None) ->
 def _has_older() -> Select[*tuple[Any, ...]]:
     older = (
         select(Message.id)
-        .where(Message.uid == P_UID)
+        .where(Message.uid == _P_UID)
         .order_by(Message.id.desc())
-        .offset(P_WINDOW)
+        .offset(_P_WINDOW)
         .limit(1)
     )
     return select(older.exists())
@@ -188,13 +200,13 @@ def _pattern(query: str) -> str:
 
 
 def _recent_hits(own_run: bool) -> Any:
-    m = _newest(P_UID, P_WINDOW)
+    m = _newest(_P_UID, _P_WINDOW)
     return (
-        _visible_messages(P_UID, m.id.label("message_id"), m=m)
-        .where(*not_of_run(P_UID, P_RUN if own_run else None, m))
-        .where(m.content.ilike(P_PATTERN, escape=LIKE_ESCAPE))
+        _visible_messages(_P_UID, m.id.label("message_id"), m=m)
+        .where(*not_of_run(_P_UID, _P_RUN if own_run else None, m))
+        .where(m.content.ilike(_P_PATTERN, escape=LIKE_ESCAPE))
         .order_by(m.id.desc())
-        .limit(P_LIMIT)
+        .limit(_P_LIMIT)
         .subquery("recent_hits")
     )
 
@@ -241,9 +253,9 @@ def _indexed_hits(own_run: bool) -> Any:
             Message.message_type,
             Message.run_id,
         )
-        .where(*visible_message(P_UID))
-        .where(Message.content.ilike(P_KEY_PATTERN, escape=LIKE_ESCAPE))
-        .where(_off_index(Message.content).ilike(P_PATTERN, escape=LIKE_ESCAPE))
+        .where(*visible_message(_P_UID))
+        .where(Message.content.ilike(_P_KEY_PATTERN, escape=LIKE_ESCAPE))
+        .where(_off_index(Message.content).ilike(_P_PATTERN, escape=LIKE_ESCAPE))
         .cte("matches")
         .prefix_with("MATERIALIZED")
     )
@@ -251,10 +263,10 @@ def _indexed_hits(own_run: bool) -> Any:
     return (
         select(m.id.label("message_id"))
         .join(Conversation, Conversation.id == m.conversation_id)
-        .where(*visible_message(P_UID, m), *visible_conversation(P_UID))
-        .where(*not_of_run(P_UID, P_RUN if own_run else None, m))
+        .where(*visible_message(_P_UID, m), *visible_conversation(_P_UID))
+        .where(*not_of_run(_P_UID, _P_RUN if own_run else None, m))
         .order_by(m.id.desc())
-        .limit(P_LIMIT)
+        .limit(_P_LIMIT)
         .subquery("hits")
     )
 
@@ -262,7 +274,7 @@ def _indexed_hits(own_run: bool) -> Any:
 @functools.cache
 def _search(windowed: bool, own_run: bool) -> Select[*tuple[Any, ...]]:
     hits = _recent_hits(own_run) if windowed else _indexed_hits(own_run)
-    position = func.strpos(func.lower(Message.content), func.lower(P_QUERY))
+    position = func.strpos(func.lower(Message.content), func.lower(_P_QUERY))
     start = func.greatest(position - SEARCH_SNIPPET_BYTES, 1)
     return (
         select(
@@ -272,7 +284,7 @@ def _search(windowed: bool, own_run: bool) -> Select[*tuple[Any, ...]]:
             Conversation.title.label("title"),
             position.label("position"),
             start.label("window_start"),
-            func.substr(Message.content, start, P_SNIPPET_CHARS).label("window"),
+            func.substr(Message.content, start, _P_SNIPPET_CHARS).label("window"),
             func.char_length(Message.content).label("length"),
         )
         .join(Message, Message.id == hits.c.message_id)
@@ -319,7 +331,9 @@ def search_statement(
 @functools.cache
 def _thread() -> Select[*tuple[Any, ...]]:
     columns: tuple[Any, ...] = (Conversation.id, Conversation.thread_id, Conversation.title)
-    return select(*columns).where(Conversation.thread_id == P_THREAD, *visible_conversation(P_UID))
+    return select(*columns).where(
+        Conversation.thread_id == _P_THREAD, *visible_conversation(_P_UID)
+    )
 
 
 def thread_statement(uid: str, thread_id: str) -> Statement:
@@ -346,17 +360,17 @@ def _thread_window(kind: str) -> Select[*tuple[Any, ...]]:
     columns: tuple[Any, ...] = (Message.id, Message.role, _content_prefix())
     base = (
         select(*columns)
-        .where(Message.conversation_id == P_CONVERSATION, *visible_message(P_UID))
-        .where(conversation_visible(P_UID, P_CONVERSATION))
+        .where(Message.conversation_id == _P_CONVERSATION, *visible_message(_P_UID))
+        .where(conversation_visible(_P_UID, _P_CONVERSATION))
     )
     if kind == "latest":
-        return base.order_by(Message.id.desc()).limit(P_LIMIT)
+        return base.order_by(Message.id.desc()).limit(_P_LIMIT)
     if kind == "anchor":
-        return base.where(Message.id == P_ANCHOR)
+        return base.where(Message.id == _P_ANCHOR)
     if kind == "before":
-        return base.where(Message.id < P_ANCHOR).order_by(Message.id.desc()).limit(P_LIMIT)
+        return base.where(Message.id < _P_ANCHOR).order_by(Message.id.desc()).limit(_P_LIMIT)
     if kind == "after":
-        return base.where(Message.id > P_ANCHOR).order_by(Message.id.asc()).limit(P_LIMIT)
+        return base.where(Message.id > _P_ANCHOR).order_by(Message.id.asc()).limit(_P_LIMIT)
     raise ValueError(f"not a thread window: {kind!r}")
 
 
