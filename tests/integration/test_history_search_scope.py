@@ -24,6 +24,7 @@ from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation, Message, User, UserConfig
 from yuxi.repositories import _history_queries as q
 from yuxi.repositories import conversation_repository
+from yuxi.repositories._history_visibility import visible_conversation, visible_message
 from yuxi.repositories.conversation_repository import ConversationRepository
 
 INDEX = "ix_messages_uid_content_trgm"
@@ -120,7 +121,7 @@ async def _reference(
     stmt = (
         select(Message.id)
         .join(Conversation, Conversation.id == Message.conversation_id)
-        .where(*q.visible_message(uid), *q.visible_conversation(uid))
+        .where(*visible_message(uid), *visible_conversation(uid))
         .where(Message.content.ilike("%" + q.escape_like(query) + "%", escape="\\"))
         .order_by(Message.id.desc())
         .limit(limit)
@@ -138,7 +139,7 @@ async def _visible_in_window(s: AsyncSession, uid: str) -> int:
     stmt = (
         select(Message.id)
         .join(Conversation, Conversation.id == Message.conversation_id)
-        .where(*q.visible_message(uid), *q.visible_conversation(uid), Message.id.in_(newest))
+        .where(*visible_message(uid), *visible_conversation(uid), Message.id.in_(newest))
     )
     return len((await s.scalars(stmt)).all())
 

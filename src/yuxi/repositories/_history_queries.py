@@ -41,39 +41,25 @@ from yuxi.limits import (
 )
 
 from ._history_visibility import (
-    HIDDEN_MESSAGE_TYPES,
-    VISIBLE_MESSAGE_TYPES,
-    VISIBLE_ROLES,
     conversation_visible,
-    is_subagent_child,
     not_of_run,
-    own_run_chain,
     visible_conversation,
     visible_message,
 )
 
 __all__ = [
-    "HIDDEN_MESSAGE_TYPES",
     "LIKE_ESCAPE",
     "PLAN_WITH_PARAMETERS",
     "THREAD_WINDOWS",
-    "VISIBLE_MESSAGE_TYPES",
-    "VISIBLE_ROLES",
     "Statement",
-    "conversation_visible",
     "escape_like",
     "has_older_statement",
     "index_key",
-    "is_subagent_child",
-    "not_of_run",
-    "own_run_chain",
     "recent_count_statement",
     "search_statement",
     "thread_statement",
     "thread_window",
     "tool_calls_statement",
-    "visible_conversation",
-    "visible_message",
 ]
 
 LIKE_ESCAPE = "\\"

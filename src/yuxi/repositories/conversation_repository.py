@@ -35,6 +35,7 @@ from yuxi.limits import (
 )
 from yuxi.repositories import _history_queries as q
 from yuxi.repositories import _history_shape as shape
+from yuxi.repositories._history_visibility import is_subagent_child
 from yuxi.utils.string_utils import is_valid_text
 from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES, MESSAGE_ROLES
 
@@ -106,7 +107,7 @@ class ConversationRepository:
             Conversation.source.in_(tuple(sources)),
         )
         if not include_subagent_children:
-            stmt = stmt.where(~q.is_subagent_child())
+            stmt = stmt.where(~is_subagent_child())
         stmt = stmt.order_by(Conversation.updated_at.desc(), Conversation.id.desc()).limit(
             _clamp(limit, 1, LIST_MAX_CONVERSATIONS)
         )
@@ -121,7 +122,7 @@ class ConversationRepository:
                 Conversation.uid == uid,
                 Conversation.status != "deleted",
                 Conversation.source == "chat",
-                ~q.is_subagent_child(),
+                ~is_subagent_child(),
             )
         )
         return row.scalar_one_or_none()
