@@ -1,6 +1,7 @@
 """The memory write gate: the per-uid lock, the run's lease and quota, the switch — one statement.
 
-:func:`gate` is what :meth:`AgentRunRepository.lock_memory_write` executes, in one round trip:
+:data:`GATE` is what :meth:`AgentRunRepository.lock_memory_write` executes (with
+:func:`gate_params`), in one round trip on the unit of work's driver connection:
 
 1. ``pg_advisory_xact_lock(hashtextextended('user-memory:' || uid, 0))`` as an uncorrelated
    sub-select in ``WHERE``: PostgreSQL evaluates it as a one-time filter *before* the scan, so
@@ -22,13 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, Select, String, bindparam, func, literal, select
+from sqlalchemy import Select, String, bindparam, func, literal, select
 
+from yuxi.db.driver_statements import DriverStatement
 from yuxi.db.models import AgentRun, Conversation, UserConfig
 from yuxi.identity import RunIdentity
 from yuxi.vocabulary import MEMORY_READ_ONLY_SOURCES, MEMORY_WRITE_RUN_TYPES
 
-__all__ = ["MemoryWriteAuthorization", "authorize", "gate", "lock_user_memory"]
+__all__ = ["GATE", "MemoryWriteAuthorization", "authorize", "gate_params", "lock_user_memory"]
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,9 @@ def lock_user_memory(uid: str) -> Select[*tuple[Any, ...]]:
 
 
 _UID = bindparam("uid", type_=String())
-#: Built once (the write path runs it on every agent write); bound per call by :func:`gate`.
-_GATE = (
+#: Built once (the write path runs it on every agent write); bound per call by
+#: :func:`gate_params`. See the module docstring for what it locks, in order.
+GATE = DriverStatement(
     select(
         AgentRun.uid,
         AgentRun.conversation_thread_id,
@@ -89,13 +92,12 @@ _GATE = (
 )
 
 
-def gate(identity: RunIdentity) -> tuple[Select[*tuple[Any, ...]], dict[str, str]]:
-    """The one statement of the gate and its parameters (see the module docstring for what it
-    locks, in order)."""
-    return _GATE, {"uid": identity.uid, "run_id": identity.run_id}
+def gate_params(identity: RunIdentity) -> dict[str, str]:
+    """:data:`GATE`'s parameters for ``identity``."""
+    return {"uid": identity.uid, "run_id": identity.run_id}
 
 
-def authorize(identity: RunIdentity, row: Row[Any] | None) -> MemoryWriteAuthorization:
+def authorize(identity: RunIdentity, row: Any) -> MemoryWriteAuthorization:
     """The run must be this user's, on this thread and request, a top-level chat/resume run,
     ``running`` without a cancel request, owned by ``worker_id`` with a lease that has not
     expired by ``now()``."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import BigInteger, Integer, String, Text, bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from yuxi.db.driver_statements import DriverStatement
 from yuxi.db.models import Conversation, MemoryVersion
 
 __all__ = ["EMPTY_SHA256", "MemoryVersionRepository", "Quota"]
@@ -33,7 +34,7 @@ class Quota:
 
 
 _S = String()
-_RECORD = text(
+_RECORD_STATEMENT = text(
     """
 WITH newest AS (
     SELECT sha256 FROM memory_versions WHERE uid = :uid ORDER BY id DESC LIMIT 1
@@ -95,6 +96,7 @@ FROM fits LEFT JOIN added ON true
         for name in ("size", "quota_bytes", "older_kept", "max_bytes")
     ),
 )
+_RECORD = DriverStatement(_RECORD_STATEMENT)
 
 
 class MemoryVersionRepository:
@@ -172,9 +174,8 @@ class MemoryVersionRepository:
             "older_kept": max(keep - 1, 0),
             "max_bytes": max_bytes,
         }
-        # Core, not the ORM: a plain statement on the hot path of every write.
-        connection = await self.session.connection()
-        row = (await connection.execute(_RECORD, params)).one()
+        # On the driver connection: the hot path of every write (B1).
+        row = await _RECORD.first(self.session, params)
         if not row.fits:
             return None
         version.id, version.created_at, version.message_id = row.id, row.created_at, row.message_id
