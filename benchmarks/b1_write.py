@@ -5,7 +5,9 @@ Variants, one call each per round, order rotated every round:
 * ``ours`` — ``MemoryService.remember_memory`` with a real claimed run: the gate (advisory
   lock + ``SELECT … FOR UPDATE`` of the run + the switch and the thread's source), per-uid
   ``flock`` + bounded read, append, the version record (gap check, insert, asking message,
-  quota count, retention), atomic durable publish, commit;
+  quota count, retention) while a worker thread stages the new file (temp + write + fsync),
+  then rename + dir fsync, commit. The gate and the record run on the unit of work's psycopg
+  connection (``DriverStatement``);
 * ``floor`` — the least work a *versioned, quota-counted, serialized* write needs, timed bare
   with raw psycopg on one open connection (no pool, no ORM) and 3 round trips:
   ``BEGIN; SELECT pg_advisory_xact_lock(…)`` (one simple-protocol round trip) → in one worker
@@ -33,7 +35,7 @@ app's engine did before it pinged only connections idle past ``PING_AFTER_IDLE_S
 
 Checks: one more untimed call of ours counts its SQL statements (SQLAlchemy cursor events; the
 pool's pre-ping and psycopg's ``BEGIN`` are not statements and not counted), pool checkouts and
-worker-thread hops (``asyncio.to_thread``).
+worker-thread hops (jobs given to the event loop's thread pool).
 """
 
 from __future__ import annotations
@@ -120,19 +122,20 @@ def _counting(engine: Any) -> Iterator[dict[str, Any]]:
     def on_checkout(*_: Any) -> None:
         seen["checkouts"] += 1
 
-    original = asyncio.to_thread
+    loop = asyncio.get_running_loop()
+    original = loop.run_in_executor
 
-    async def counted(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    def counted(executor: Any, func: Callable[..., Any], /, *args: Any) -> Any:
         seen["thread_hops"] += 1
-        return await original(func, *args, **kwargs)
+        return original(executor, func, *args)
 
     event.listen(engine.sync_engine, "before_cursor_execute", on_statement)
     event.listen(engine.sync_engine.pool, "checkout", on_checkout)
-    asyncio.to_thread = counted
+    loop.run_in_executor = counted  # type: ignore[method-assign, assignment]
     try:
         yield seen
     finally:
-        asyncio.to_thread = original
+        del loop.run_in_executor  # the class's method again
         event.remove(engine.sync_engine, "before_cursor_execute", on_statement)
         event.remove(engine.sync_engine.pool, "checkout", on_checkout)
 

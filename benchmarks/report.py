@@ -190,7 +190,7 @@ def _md_b1(b1: dict[str, Any]) -> list[str]:
             f"Per call, ours: {checks['ours_statements_per_call']} SQL statements (+ psycopg's "
             f"`BEGIN`), {checks['ours_pool_checkouts_per_call']} pool checkout(s) (no ping: "
             f"the connection was idle < 2 s), {checks['ours_thread_hops_per_call']} "
-            "worker-thread hops; the "
+            "worker-thread hops (the staging hop overlaps the record statement); the "
             f"floor: {checks['floor_round_trips_per_call']} round trips, "
             f"{checks['floor_thread_hops_per_call']} hops. Ours' statements: "
             + "; ".join(f"`{s}`" for s in checks["ours_statements"]),

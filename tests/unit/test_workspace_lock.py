@@ -36,14 +36,15 @@ async def test_first_runs_under_the_flock_in_the_thread_that_took_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hops = 0
-    original = asyncio.to_thread
+    loop = asyncio.get_running_loop()
+    original = loop.run_in_executor
 
-    async def counted(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+    def counted(executor: Any, func: Any, /, *args: Any) -> Any:
         nonlocal hops
-        hops += 1
-        return await original(func, *args, **kwargs)
+        hops += 1  # every thread-pool job (asyncio.to_thread makes one too)
+        return original(executor, func, *args)
 
-    monkeypatch.setattr(asyncio, "to_thread", counted)
+    monkeypatch.setattr(loop, "run_in_executor", counted)
     seen: dict[str, Any] = {}
 
     def first() -> str:

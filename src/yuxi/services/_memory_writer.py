@@ -12,15 +12,17 @@ after approval). Either holds, in this order and until it ends:
 
 and reads the current file (the flock and the read in one worker thread). :meth:`LockedMemory.
 publish` then records the version (one statement: gap check, insert, asking message, quota,
-retention), publishes the file, and the block commits as it ends, still inside both locks. A
-block that published nothing commits nothing.
+retention) while a worker thread stages the new file (temp written and fsynced), publishes it
+(rename + directory fsync) once the record is in, and the block commits as it ends, still
+inside both locks. A block that published nothing commits nothing.
 
-The steady-state agent write is therefore three statements (gate, record, commit) and two hops
-off the event loop (flock + read, publish).
+The steady-state agent write is therefore three statements (gate, record, commit) and three
+hops off the event loop (flock + read; staging, which overlaps the record; rename + fsync).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -39,7 +41,7 @@ from yuxi.services._memory_versions import (
     record_change,
 )
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
-from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
+from yuxi.workspace.filesystem import MEMORY_PATH, StagedFile, Workspace
 
 __all__ = ["LockedMemory", "MemoryWriteLock", "read_current_file_sync"]
 
@@ -90,8 +92,14 @@ class LockedMemory:
         quota: Quota | None = None,
     ) -> MemoryVersion:
         """Record the version (counting ``quota`` in the same statement), then replace the file
-        with ``result`` (``None`` deletes it)."""
-        version = await record_change(
+        with ``result`` (``None`` deletes it).
+
+        The new file is staged (temp written and fsynced, in a worker thread) *while* the
+        statement records the version; only once the record is in is it renamed onto MEMORY.md
+        and the directory fsynced. If the record fails, the staged temp is removed and the file
+        is untouched, exactly as if the publish had not begun.
+        """
+        recording = record_change(
             self.uow,
             self.uid,
             self.current,
@@ -103,12 +111,31 @@ class LockedMemory:
             quota=quota,
         )
         if result is None:
+            version = await recording
             with contextlib.suppress(WorkspaceFileNotFound):
                 await self.workspace.delete_file(MEMORY_PATH)
         else:
-            await self.workspace.replace_authorized_file(MEMORY_PATH, result)
+            # Handed to the thread pool now (no task to schedule first), so the thread stages
+            # while this task prepares and sends the statement.
+            staging = asyncio.get_running_loop().run_in_executor(
+                None, self.workspace.stage_authorized_file_sync, MEMORY_PATH, result
+            )
+            try:
+                version = await recording
+                # Shielded: a cancelled writer must not lose track of a temp still being staged.
+                staged = await asyncio.shield(staging)
+            except BaseException:
+                staging.add_done_callback(_discard_when_staged)
+                raise
+            await asyncio.to_thread(staged.publish_sync)
         self.published.append(version)
         return version
+
+
+def _discard_when_staged(staging: asyncio.Future[StagedFile]) -> None:
+    """The write failed or was cancelled: remove the temp once it is staged (off the loop)."""
+    if not staging.cancelled() and staging.exception() is None:
+        asyncio.get_running_loop().run_in_executor(None, staging.result().discard_sync)
 
 
 class MemoryWriteLock:

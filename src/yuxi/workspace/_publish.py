@@ -45,7 +45,7 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _discard_temp(dir_fd: int, temp_name: str) -> None:
+def discard_temp(dir_fd: int, temp_name: str) -> None:
     """Remove our temp file after a failure. Never raises: the original error matters more."""
     try:
         os.unlink(temp_name, dir_fd=dir_fd)
@@ -59,8 +59,10 @@ def _discard_temp(dir_fd: int, temp_name: str) -> None:
         )
 
 
-def publish_file(dir_fd: int, name: str, data: bytes, display: str) -> None:
-    """Atomically replace ``name`` in ``dir_fd`` with ``data``. See ``replace_authorized_file``."""
+def stage_file(dir_fd: int, name: str, data: bytes, display: str) -> str:
+    """The first half of a publish: refuse an unsafe target, then create, write and fsync the
+    temp file next to it. Returns the temp's name; the target is untouched. On any failure the
+    temp is removed before the error is re-raised."""
     refuse_unsafe_target(dir_fd, name, display)
     temp_name = make_temp_name(name)
     # If this open fails nothing was created, so there is nothing to clean up; in particular an
@@ -75,22 +77,72 @@ def publish_file(dir_fd: int, name: str, data: bytes, display: str) -> None:
             close_quietly(fd)
             raise
         os.close(fd)
-        try:
-            # rename() never follows a symlink at the destination: if the target was swapped
-            # for a symlink after the check above, the link itself is replaced, not its target.
-            os.rename(temp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno in _TARGET_IS_DIR_ERRNOS:
-                raise NotARegularFile(
-                    f"refusing to replace something that is not a regular file: {display}"
-                ) from exc
-            raise
     except BaseException:
-        _discard_temp(dir_fd, temp_name)
+        discard_temp(dir_fd, temp_name)
+        raise
+    return temp_name
+
+
+def commit_staged(dir_fd: int, temp_name: str, name: str, display: str) -> None:
+    """The second half: ``rename`` the staged temp onto the target, then fsync the directory.
+    If the rename fails the temp is removed and the target is untouched."""
+    try:
+        # rename() never follows a symlink at the destination: if the target was swapped for a
+        # symlink after the check, the link itself is replaced, not its target.
+        os.rename(temp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException as exc:
+        discard_temp(dir_fd, temp_name)
+        if isinstance(exc, OSError) and exc.errno in _TARGET_IS_DIR_ERRNOS:
+            raise NotARegularFile(
+                f"refusing to replace something that is not a regular file: {display}"
+            ) from exc
         raise
     # Published. A failure from here on is still raised: readers already see the new bytes, but
     # the rename may not survive a crash.
     os.fsync(dir_fd)
+
+
+def publish_file(dir_fd: int, name: str, data: bytes, display: str) -> None:
+    """Atomically replace ``name`` in ``dir_fd`` with ``data``. See ``replace_authorized_file``."""
+    commit_staged(dir_fd, stage_file(dir_fd, name, data, display), name, display)
+
+
+class StagedFile:
+    """A publish cut in two (:meth:`Workspace.stage_authorized_file`): the new bytes are durable
+    in a temp file next to the target, which is untouched until :meth:`publish_sync`. Exactly one
+    of :meth:`publish_sync` and :meth:`discard_sync` must follow; either closes the directory.
+
+    Why: the memory write path stages the file while the database records the version, and
+    publishes (rename + directory fsync) only once the record is in (benchmark B1).
+    """
+
+    __slots__ = ("_dir_fd", "_display", "_name", "_temp_name")
+
+    def __init__(self, dir_fd: int, temp_name: str, name: str, display: str) -> None:
+        self._dir_fd: int | None = dir_fd
+        self._temp_name, self._name, self._display = temp_name, name, display
+
+    def _take_dir(self) -> int:
+        if self._dir_fd is None:
+            raise RuntimeError("this staged file was already published or discarded")
+        dir_fd, self._dir_fd = self._dir_fd, None
+        return dir_fd
+
+    def publish_sync(self) -> None:
+        """Rename the temp onto the target and fsync the directory (see :func:`commit_staged`)."""
+        dir_fd = self._take_dir()
+        try:
+            commit_staged(dir_fd, self._temp_name, self._name, self._display)
+        finally:
+            os.close(dir_fd)
+
+    def discard_sync(self) -> None:
+        """Remove the temp; the target stays as it was."""
+        dir_fd = self._take_dir()
+        try:
+            discard_temp(dir_fd, self._temp_name)
+        finally:
+            os.close(dir_fd)
 
 
 def remove_stale_temps(dir_fd: int, older_than_seconds: float) -> int:

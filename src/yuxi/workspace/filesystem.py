@@ -19,7 +19,6 @@ an awaiting task does not interrupt the thread: an operation that started runs t
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import stat
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ from yuxi.errors import (
     WorkspaceError,
     WorkspaceFileNotFound,
 )
+from yuxi.workspace._etag import etag_for, if_match_allows
 from yuxi.workspace._fd import (
     close_quietly,
     create_file_if_missing,
@@ -47,13 +47,14 @@ from yuxi.workspace._fd import (
 )
 from yuxi.workspace._lock import T, workspace_lock, workspace_lock_then
 from yuxi.workspace._paths import is_temp_name, split_relative_path, workspace_dirname
-from yuxi.workspace._publish import publish_file, remove_stale_temps
+from yuxi.workspace._publish import StagedFile, publish_file, remove_stale_temps, stage_file
 
 __all__ = [
     "AGENTS_PATH",
     "MEMORY_PATH",
     "USER_PATH",
     "FileEntry",
+    "StagedFile",
     "Workspace",
     "etag_for",
     "if_match_allows",
@@ -65,24 +66,6 @@ MEMORY_PATH = "agents/MEMORY.md"
 AGENTS_PATH = "agents/AGENTS.md"
 USER_PATH = "agents/USER.md"
 _INITIAL_FILES = (AGENTS_PATH, USER_PATH, MEMORY_PATH)
-
-
-def etag_for(data: bytes) -> str:
-    """Strong ETag of exact file bytes: ``"<sha256 hex>"`` (with the double quotes)."""
-    return '"' + hashlib.sha256(data).hexdigest() + '"'
-
-
-def if_match_allows(if_match: str | None, etag: str) -> bool:
-    """Whether an ``If-Match`` header lets a write go ahead on a file whose ETag is ``etag``.
-
-    No header (``None``) and ``*`` always allow; otherwise one of the comma-separated tags must
-    equal ``etag`` by the *strong* comparison (RFC 9110 §13.1.1): a weak tag ``W/"…"`` never
-    matches, even when its opaque part is equal. The one parser of If-Match.
-    """
-    if if_match is None:
-        return True
-    tags = {part.strip() for part in if_match.split(",") if part.strip()}
-    return "*" in tags or etag in tags
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +251,21 @@ class Workspace:
     async def replace_authorized_file(self, path: str, data: bytes) -> None:
         """Async :meth:`replace_authorized_file_sync` (see there for the exact guarantees)."""
         await asyncio.to_thread(self.replace_authorized_file_sync, path, data)
+
+    def stage_authorized_file_sync(self, path: str, data: bytes) -> StagedFile:
+        """:meth:`replace_authorized_file_sync` up to the fsync of the temp file: the target is
+        untouched until :meth:`StagedFile.publish_sync` (rename + directory fsync), and
+        :meth:`StagedFile.discard_sync` leaves it so. Same checks, same guarantees."""
+        if not isinstance(data, bytes):
+            raise InvalidArgument(f"data must be bytes, not {type(data).__name__}")
+        components = split_relative_path(path)
+        dir_fd = self._open_dir(components[:-1], create=True)
+        try:
+            temp_name = stage_file(dir_fd, components[-1], data, path)
+        except BaseException:
+            os.close(dir_fd)
+            raise
+        return StagedFile(dir_fd, temp_name, components[-1], path)
 
     async def write_file(self, path: str, data: bytes) -> None:
         """Generic file write: the same atomic publish as :meth:`replace_authorized_file`."""
