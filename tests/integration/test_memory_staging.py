@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 from tests.waiting import until
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
-from yuxi.repositories.memory_version_repository import MemoryVersionRepository
+from yuxi.repositories._memory_version_writes import VersionWrites
 
 from .factories import make_run, make_user, memory_file, remember, sha256_of
 
@@ -49,12 +49,12 @@ async def test_a_failed_record_discards_the_staged_file(
     path = memory_file(container, uid)
     before = await _state(container, run)
 
-    async def failing_record(self: MemoryVersionRepository, *args: Any, **kwargs: Any) -> Any:
+    async def failing_record(self: VersionWrites, *args: Any, **kwargs: Any) -> Any:
         if staged_first:  # the temp is written and fsynced before the record fails
             await until("the staged temp", lambda: _temps(path), within=10, poll=0.005)
         raise OperationalError("record", {}, Exception("connection lost"))
 
-    monkeypatch.setattr(MemoryVersionRepository, "record", failing_record)
+    monkeypatch.setattr(VersionWrites, "record", failing_record)
     result = await remember(container, run, "never published 不发布")
     monkeypatch.undo()
     assert result["code"] == "storage_unavailable", result
@@ -74,9 +74,9 @@ async def test_a_failed_staging_commits_no_version(
     path = memory_file(container, uid)
     before = await _state(container, run)
     recorded = asyncio.Event()
-    original = MemoryVersionRepository.record
+    original = VersionWrites.record
 
-    async def record(self: MemoryVersionRepository, *args: Any, **kwargs: Any) -> Any:
+    async def record(self: VersionWrites, *args: Any, **kwargs: Any) -> Any:
         version = await original(self, *args, **kwargs)
         recorded.set()
         return version
@@ -84,7 +84,7 @@ async def test_a_failed_staging_commits_no_version(
     def failing_fsync(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(MemoryVersionRepository, "record", record)
+    monkeypatch.setattr(VersionWrites, "record", record)
     monkeypatch.setattr(os, "fsync", failing_fsync)
     result = await remember(container, run, "lost to EIO")
     monkeypatch.undo()
@@ -104,11 +104,11 @@ async def test_a_write_cancelled_while_recording_leaves_nothing(
     before = await _state(container, run)
     recording = asyncio.Event()
 
-    async def hanging_record(self: MemoryVersionRepository, *args: Any, **kwargs: Any) -> Any:
+    async def hanging_record(self: VersionWrites, *args: Any, **kwargs: Any) -> Any:
         recording.set()
         await asyncio.Event().wait()
 
-    monkeypatch.setattr(MemoryVersionRepository, "record", hanging_record)
+    monkeypatch.setattr(VersionWrites, "record", hanging_record)
     write = asyncio.ensure_future(remember(container, run, "cancelled 取消"))
     await asyncio.wait_for(recording.wait(), 10)
     await until("the staged temp", lambda: _temps(path), within=10, poll=0.005)

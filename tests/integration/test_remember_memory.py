@@ -399,28 +399,31 @@ async def test_terminated_connection_mid_lock_is_storage_unavailable(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The backend holding the lock is killed before publish → the write is abandoned."""
-    from yuxi.repositories.agent_run_repository import AgentRunRepository
+    from sqlalchemy import text as ms_text
+
+    from yuxi.services.unit_of_work import DriverUnitOfWork
 
     uid = await make_user(container)
     run = await make_run(container, uid)
     path = memory_file(container, uid)
     path.write_text("before\n")
     before = sha256_of(path)
-    original = AgentRunRepository.lock_memory_write
+    original = DriverUnitOfWork.lock_memory_write
+    killed: list[int] = []
 
-    async def kill_own_backend(self: AgentRunRepository, identity: object) -> object:
-        authorization = await original(self, identity)  # type: ignore[arg-type]
-        pid = (await self.session.execute(ms_text("SELECT pg_backend_pid()"))).scalar_one()
+    async def kill_own_backend(self: DriverUnitOfWork, identity: Any) -> Any:
+        authorization = await original(self, identity)
+        pid = self._open().sync_connection.connection.driver_connection.info.backend_pid  # type: ignore[union-attr]
         async with container.engine.connect() as other:
             await other.execute(ms_text(f"SELECT pg_terminate_backend({int(pid)})"))
             await other.commit()
+        killed.append(pid)
         return authorization
 
-    from sqlalchemy import text as ms_text
-
-    monkeypatch.setattr(AgentRunRepository, "lock_memory_write", kill_own_backend)
+    monkeypatch.setattr(DriverUnitOfWork, "lock_memory_write", kill_own_backend)
     result = await _remember(container, run, "after the kill")
     monkeypatch.undo()
+    assert killed, "the gate was not the one patched"
     assert result["code"] == "storage_unavailable"
     assert sha256_of(path) == before
     # and the service recovers on the next call
@@ -434,19 +437,22 @@ async def test_commit_failure_after_publish_reports_the_truth(
     result says `updated` (it did change), not `storage_unavailable`."""
     from sqlalchemy.exc import OperationalError
 
-    from yuxi.services.unit_of_work import UnitOfWork
+    from yuxi.services.unit_of_work import DriverUnitOfWork
 
     uid = await make_user(container)
     run = await make_run(container, uid)
-    real_exit = UnitOfWork.__aexit__
+    real_exit = DriverUnitOfWork.__aexit__
+    failed: list[bool] = []
 
     async def failing_exit(self, *exc_info):  # type: ignore[no-untyped-def]
         await real_exit(self, *exc_info)
+        failed.append(True)
         raise OperationalError("COMMIT", {}, Exception("connection lost at commit"))
 
-    monkeypatch.setattr(UnitOfWork, "__aexit__", failing_exit)
+    monkeypatch.setattr(DriverUnitOfWork, "__aexit__", failing_exit)
     result = await _remember(container, run, "published then commit failed")
     monkeypatch.undo()
+    assert failed, "the agent's unit of work was not the one patched"
     assert result["status"] == "updated", result
     assert "published then commit failed" in memory_file(container, uid).read_text()
     again = await _remember(container, run, "never published")

@@ -1,18 +1,19 @@
-"""Hot-path statements run on the psycopg connection of a unit of work's own transaction.
+"""Hot-path statements sent with psycopg on a pooled connection, inside SQLAlchemy's pool.
 
 Why: the memory write path runs two statements per agent write (the gate, the version record).
-Through SQLAlchemy's session and Core execution each costs ~0.15 ms more than the same
-statement sent with psycopg (execution context, result metadata, two greenlet switches), which
-was a tenth of the whole write (benchmark B1). :class:`DriverStatement` keeps what SQLAlchemy
-gives the rest of the code — one transaction per unit of work, one pool, errors as
-:class:`sqlalchemy.exc.DBAPIError`, a dead or interrupted connection invalidated — and skips the
-rest:
+Through SQLAlchemy's session and Core execution each cost ~0.15 ms more than the same statement
+sent with psycopg (execution context, result metadata, greenlet switches), and the session's own
+begin / commit / close another ~0.3 ms (benchmark B1). :class:`DriverStatement` keeps what
+SQLAlchemy gives the rest of the code — one pool, errors as :class:`sqlalchemy.exc.DBAPIError`,
+a dead or interrupted connection invalidated — and skips the rest:
 
 * the statement is still built with SQLAlchemy (one definition, typed columns) and compiled
   once per dialect: SQL text, the values of its literal binds, its bind processors;
-* it runs on the connection the session has already begun (``AsyncSession.connection()``), so
-  it sees and takes part in everything else the unit of work did; commit and rollback stay the
-  session's;
+* it runs in a session's transaction (``AsyncSession.connection()``: it sees and takes part in
+  everything else the session did, which commits or rolls back), or on a bare
+  ``AsyncConnection`` whose transaction is psycopg's own: begun by the first statement, ended
+  by :func:`commit_driver` — or, if never committed, rolled back when the connection goes back
+  to the pool (SQLAlchemy's reset on return);
 * a psycopg error becomes the :class:`~sqlalchemy.exc.DBAPIError` subclass SQLAlchemy would
   have raised (``IntegrityError``, ``OperationalError``, …; parameters hidden: they can hold a
   user's memory), and a closed or broken connection is invalidated, so the pool replaces it;
@@ -31,19 +32,20 @@ events, statement logging (``echo``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from psycopg import AsyncConnection as DriverConnection
 from psycopg import Error as DriverError
 from psycopg.rows import namedtuple_row
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["DriverStatement"]
+__all__ = ["DriverStatement", "Executor", "commit_driver", "translated_errors"]
 
 
 class _Compiled:
@@ -90,21 +92,15 @@ class DriverStatement:
             compiled = self._compiled[dialect.name] = _Compiled(self._statement, dialect)
         return compiled
 
-    async def first(self, session: AsyncSession, params: Mapping[str, Any]) -> Any:
-        """Run the statement with ``params``; its first row as a named tuple, or ``None``."""
-        connection = await session.connection()
+    async def first(self, executor: Executor, params: Mapping[str, Any]) -> Any:
+        """Run the statement with ``params`` in ``executor``'s transaction; its first row as a
+        named tuple, or ``None``."""
+        connection = await executor.connection() if isinstance(executor, AsyncSession) else executor
         compiled = self.compiled_for(connection.dialect)
-        # The session has just begun (or reused) this connection, so reading its driver
-        # connection does no I/O and needs no greenlet.
-        sync = connection.sync_connection
-        driver: DriverConnection[Any] | None = (
-            None if sync is None else sync.connection.driver_connection
-        )
-        if sync is None or driver is None:
-            raise RuntimeError("the session's connection is closed")
         values = compiled.values(params)
+        sync, driver = _driver_of(connection)
         events = sync.dispatch
-        try:
+        async with translated_errors(connection, compiled.sql):
             cursor = driver.cursor(row_factory=namedtuple_row)
             if events.before_cursor_execute:  # listeners (tests, benchmarks) see it as usual
                 events.before_cursor_execute(sync, cursor, compiled.sql, values, None, False)
@@ -113,23 +109,57 @@ class DriverStatement:
             if events.after_cursor_execute:
                 events.after_cursor_execute(sync, cursor, compiled.sql, values, None, False)
             return row
-        except DriverError as exc:
-            broken = driver.closed or driver.broken
-            if broken:
-                await _invalidate(connection, exc)
-            raise DBAPIError.instance(
-                compiled.sql,
-                None,
-                exc,
-                DriverError,
-                hide_parameters=True,
-                connection_invalidated=broken,
-                dialect=connection.dialect,
-            ) from exc
-        except BaseException as exc:
-            # Cancelled (or interrupted) mid-statement: nobody knows what the server got.
+
+
+#: Where a :class:`DriverStatement` runs: a session's transaction (begun on first use), or a
+#: connection whose transaction is the driver's own (:func:`commit_driver`).
+Executor = AsyncSession | AsyncConnection
+
+
+async def commit_driver(connection: AsyncConnection) -> None:
+    """Commit the transaction the driver began on ``connection`` (statements sent with
+    :class:`DriverStatement` on a bare connection: SQLAlchemy never began one there). Errors
+    and invalidation as for a statement."""
+    _, driver = _driver_of(connection)
+    async with translated_errors(connection, "COMMIT"):
+        await driver.commit()
+
+
+def _driver_of(connection: AsyncConnection) -> tuple[Connection, DriverConnection[Any]]:
+    # A started connection: reading its driver connection does no I/O and needs no greenlet.
+    sync = connection.sync_connection
+    driver: DriverConnection[Any] | None = (
+        None if sync is None else sync.connection.driver_connection
+    )
+    if sync is None or driver is None:
+        raise RuntimeError("the connection is closed")
+    return sync, driver
+
+
+@asynccontextmanager
+async def translated_errors(connection: AsyncConnection, sql: str) -> AsyncIterator[None]:
+    """A psycopg error inside becomes SQLAlchemy's (a dead connection invalidated); anything
+    else that interrupts the driver (a cancellation) invalidates the connection."""
+    _, driver = _driver_of(connection)
+    try:
+        yield
+    except DriverError as exc:
+        broken = driver.closed or driver.broken
+        if broken:
             await _invalidate(connection, exc)
-            raise
+        raise DBAPIError.instance(
+            sql,
+            None,
+            exc,
+            DriverError,
+            hide_parameters=True,
+            connection_invalidated=broken,
+            dialect=connection.dialect,
+        ) from exc
+    except BaseException as exc:
+        # Cancelled (or interrupted) mid-statement: nobody knows what the server got.
+        await _invalidate(connection, exc)
+        raise
 
 
 async def _invalidate(connection: AsyncConnection, exc: BaseException) -> None:

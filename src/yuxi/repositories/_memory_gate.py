@@ -25,12 +25,19 @@ from typing import Any
 
 from sqlalchemy import Select, String, bindparam, func, literal, select
 
-from yuxi.db.driver_statements import DriverStatement
+from yuxi.db.driver_statements import DriverStatement, Executor
 from yuxi.db.models import AgentRun, Conversation, UserConfig
 from yuxi.identity import RunIdentity
 from yuxi.vocabulary import MEMORY_READ_ONLY_SOURCES, MEMORY_WRITE_RUN_TYPES
 
-__all__ = ["GATE", "MemoryWriteAuthorization", "authorize", "gate_params", "lock_user_memory"]
+__all__ = [
+    "GATE",
+    "MemoryWriteAuthorization",
+    "authorize",
+    "gate_params",
+    "lock_memory_write",
+    "lock_user_memory",
+]
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,11 @@ GATE = DriverStatement(
 def gate_params(identity: RunIdentity) -> dict[str, str]:
     """:data:`GATE`'s parameters for ``identity``."""
     return {"uid": identity.uid, "run_id": identity.run_id}
+
+
+async def lock_memory_write(executor: Executor, identity: RunIdentity) -> MemoryWriteAuthorization:
+    """Run the gate in ``executor``'s transaction and judge its row (:func:`authorize`)."""
+    return authorize(identity, await GATE.first(executor, gate_params(identity)))
 
 
 def authorize(identity: RunIdentity, row: Any) -> MemoryWriteAuthorization:

@@ -304,9 +304,7 @@ class AgentRunRepository:
     async def lock_memory_write(self, identity: RunIdentity) -> MemoryWriteAuthorization:
         """Take the per-uid memory lock, lock the run that asks to write and check it, and read
         the memory switch under the lock — one statement (:data:`._memory_gate.GATE`)."""
-        # On the driver connection: this is the hot path of every agent write (B1).
-        row = await gate.GATE.first(self.session, gate.gate_params(identity))
-        return gate.authorize(identity, row)
+        return await gate.lock_memory_write(self.session, identity)
 
     # -- listing (added for the thread view; kept at the end for an easy merge) ----------------
 

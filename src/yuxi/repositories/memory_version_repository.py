@@ -2,101 +2,22 @@
 
 Every query is scoped to one uid, so another user's ``version_id`` is simply not found. Rows are
 inserted and pruned only by the memory service, under the per-user memory locks; this module
-never commits. :meth:`MemoryVersionRepository.record` is the write path's one statement (it also
-looks up the user message that asked for an agent write); :meth:`thread_titles` resolves the
-threads versions point to.
+never commits. The write path's statements (:meth:`MemoryVersionRepository.record`, …) are
+:class:`~yuxi.repositories._memory_version_writes.VersionWrites`'; :meth:`thread_titles`
+resolves the threads versions point to.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection
-from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, Integer, String, Text, bindparam, select, text
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from yuxi.db.driver_statements import DriverStatement
 from yuxi.db.models import Conversation, MemoryVersion
+from yuxi.repositories._memory_version_writes import EMPTY_SHA256, Quota, VersionWrites
 
 __all__ = ["EMPTY_SHA256", "MemoryVersionRepository", "Quota"]
-
-#: The sha256 of no bytes: the parent of a user's first version.
-EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
-
-
-@dataclass(frozen=True)
-class Quota:
-    """One memory write of ``added_bytes`` to count on the run ``run_id``."""
-
-    run_id: str
-    added_bytes: int
-
-
-_S = String()
-_RECORD_STATEMENT = text(
-    """
-WITH newest AS (
-    SELECT sha256 FROM memory_versions WHERE uid = :uid ORDER BY id DESC LIMIT 1
-), fits AS (
-    SELECT COALESCE((SELECT sha256 FROM newest), :empty_sha256) = :parent_sha256 AS ok
-), quota AS (
-    UPDATE agent_runs
-    SET memory_writes = memory_writes + 1, memory_write_bytes = memory_write_bytes + :quota_bytes
-    WHERE id = :quota_run AND (SELECT ok FROM fits)
-    RETURNING 1
-), added AS (
-    INSERT INTO memory_versions (version_id, uid, actor, kind, run_id, thread_id, message_id,
-        tool_call_id, target_version_id, sha256, size, parent_sha256, content)
-    SELECT :version_id, :uid, :actor, :kind, :run_id, :thread_id,
-        COALESCE(:message_id, (
-            SELECT max(m.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id
-            WHERE c.thread_id = :ask_thread AND c.uid = :uid AND m.uid = :uid AND m.role = 'user'
-        )),
-        :tool_call_id, :target_version_id, :sha256, :size, :parent_sha256, :content
-    WHERE (SELECT ok FROM fits)
-    RETURNING id, created_at, message_id
-), older AS (
-    SELECT id, sum(size) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS kept_bytes
-    FROM memory_versions WHERE uid = :uid ORDER BY id DESC LIMIT :older_kept
-), pruned AS (
-    DELETE FROM memory_versions
-    WHERE uid = :uid AND (SELECT ok FROM fits) AND id < COALESCE(
-        (SELECT min(id) FROM older WHERE kept_bytes + :size <= :max_bytes),
-        9223372036854775807)
-    RETURNING 1
-)
-SELECT fits.ok AS fits, added.id, added.created_at, added.message_id,
-    (SELECT count(*) FROM pruned) AS pruned, (SELECT count(*) FROM quota) AS counted
-FROM fits LEFT JOIN added ON true
-"""
-).bindparams(
-    *(
-        bindparam(name, type_=_S)
-        for name in (
-            "uid",
-            "actor",
-            "kind",
-            "version_id",
-            "run_id",
-            "thread_id",
-            "ask_thread",
-            "tool_call_id",
-            "target_version_id",
-            "sha256",
-            "parent_sha256",
-            "empty_sha256",
-            "quota_run",
-        )
-    ),
-    bindparam("content", type_=Text()),
-    bindparam("message_id", type_=BigInteger()),
-    *(
-        bindparam(name, type_=Integer())
-        for name in ("size", "quota_bytes", "older_kept", "max_bytes")
-    ),
-)
-_RECORD = DriverStatement(_RECORD_STATEMENT)
 
 
 class MemoryVersionRepository:
@@ -128,68 +49,20 @@ class MemoryVersionRepository:
         )
         return row.scalar_one_or_none()
 
+    # -- the write path (one definition: :class:`VersionWrites`) ---------------------------
+
     async def add(self, version: MemoryVersion) -> MemoryVersion:
-        """Insert and flush (so ``id`` and ``created_at`` are known before the publish)."""
-        self.session.add(version)
-        await self.session.flush()
-        await self.session.refresh(version, ["created_at"])
-        return version
+        return await VersionWrites(self.session).add(version)
 
     async def record(
         self, version: MemoryVersion, *, keep: int, max_bytes: int, quota: Quota | None = None
     ) -> MemoryVersion | None:
-        """Insert ``version`` if the user's newest version is its parent, in one statement that
-        also (all or nothing):
-
-        * sets ``message_id`` to the newest user message of ``version.thread_id`` when it is
-          an agent's write whose ``message_id`` is unset (the message that asked);
-        * counts ``quota`` (one write of ``added_bytes``) on the run row;
-        * prunes as if run right after the insert: only the newest ``keep`` rows
-          stay, then the oldest go while their sizes sum to more than ``max_bytes``, the new
-          row never (the statement's snapshot does not see the row it inserts, so the older
-          rows are ranked from 2 and summed from the new row's size).
-
-        Returns the row with ``id``, ``created_at`` and ``message_id`` set, or ``None`` — and
-        then nothing was written — when the newest version is not ``version.parent_sha256``
-        (the history fell behind the file: the caller repairs the gap and calls again).
-        """
-        params = {
-            "version_id": version.version_id,
-            "uid": version.uid,
-            "actor": version.actor,
-            "kind": version.kind,
-            "run_id": version.run_id,
-            "thread_id": version.thread_id,
-            "message_id": version.message_id,
-            "ask_thread": version.thread_id if version.message_id is None else None,
-            "tool_call_id": version.tool_call_id,
-            "target_version_id": version.target_version_id,
-            "sha256": version.sha256,
-            "size": version.size,
-            "parent_sha256": version.parent_sha256,
-            "content": version.content,
-            "empty_sha256": EMPTY_SHA256,
-            "quota_run": None if quota is None else quota.run_id,
-            "quota_bytes": 0 if quota is None else quota.added_bytes,
-            "older_kept": max(keep - 1, 0),
-            "max_bytes": max_bytes,
-        }
-        # On the driver connection: the hot path of every write (B1).
-        row = await _RECORD.first(self.session, params)
-        if not row.fits:
-            return None
-        version.id, version.created_at, version.message_id = row.id, row.created_at, row.message_id
-        return version
+        return await VersionWrites(self.session).record(
+            version, keep=keep, max_bytes=max_bytes, quota=quota
+        )
 
     async def newest_sha256(self, uid: str) -> str | None:
-        """The sha256 of the newest version (its content is not loaded)."""
-        row = await self.session.execute(
-            select(MemoryVersion.sha256)
-            .where(MemoryVersion.uid == uid)
-            .order_by(MemoryVersion.id.desc())
-            .limit(1)
-        )
-        return row.scalar_one_or_none()
+        return await VersionWrites(self.session).newest_sha256(uid)
 
     # -- provenance look-ups ------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from yuxi.db.models import MemoryVersion
 from yuxi.limits import MEMORY_VERSIONS_KEEP, MEMORY_VERSIONS_MAX_BYTES
 from yuxi.repositories.memory_version_repository import EMPTY_SHA256, Quota
-from yuxi.services.unit_of_work import UnitOfWork
+from yuxi.services.unit_of_work import DriverUnitOfWork, UnitOfWork
 from yuxi.workspace.filesystem import etag_for
 
 __all__ = [
@@ -90,7 +90,7 @@ NO_PROVENANCE = Provenance()
 
 
 async def record_change(
-    uow: UnitOfWork,
+    uow: UnitOfWork | DriverUnitOfWork,
     uid: str,
     current: CurrentFile,
     result: bytes,

@@ -4,8 +4,8 @@ A writer opens :meth:`MemoryWriteLock.for_user` (the owner: file API, UI, restor
 :meth:`MemoryWriteLock.for_agent` (a leased run: ``remember_memory``, the generic file tools
 after approval). Either holds, in this order and until it ends:
 
-1. the per-uid PostgreSQL advisory lock (for an agent, taken by
-   ``AgentRunRepository.lock_memory_write`` in the same statement that ``SELECT … FOR
+1. the per-uid PostgreSQL advisory lock (for an agent, taken by the gate,
+   ``DriverUnitOfWork.lock_memory_write``, in the same statement that ``SELECT … FOR
    UPDATE``\\ s the run, checks its lease by the database clock and reads the switch
    ``FOR SHARE``: off → refused);
 2. the per-uid workspace lock (:meth:`~yuxi.workspace.filesystem.Workspace.locked_then`),
@@ -27,6 +27,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from yuxi.db.models import MemoryVersion
 from yuxi.errors import MemoryDisabled, MemoryReadOnly, UnauthorizedRun, WorkspaceFileNotFound
@@ -40,7 +41,7 @@ from yuxi.services._memory_versions import (
     Quota,
     record_change,
 )
-from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from yuxi.services.unit_of_work import DriverUnitOfWork, UnitOfWork, UnitOfWorkFactory
 from yuxi.workspace.filesystem import MEMORY_PATH, StagedFile, Workspace
 
 __all__ = ["LockedMemory", "MemoryWriteLock", "read_current_file_sync"]
@@ -57,11 +58,15 @@ def read_current_file_sync(workspace: Workspace) -> CurrentFile:
     return CurrentFile(data, truncated)
 
 
+#: The unit of work a writer holds: a session's for the owner, the driver's for an agent.
+U = TypeVar("U", UnitOfWork, DriverUnitOfWork)
+
+
 @dataclass
-class LockedMemory:
+class LockedMemory(Generic[U]):
     """One writer's view of MEMORY.md while it holds the locks."""
 
-    uow: UnitOfWork
+    uow: U
     workspace: Workspace
     uid: str
     current: CurrentFile
@@ -148,7 +153,7 @@ class MemoryWriteLock:
         self._workspace = workspace_factory
 
     @asynccontextmanager
-    async def for_user(self, uid: str) -> AsyncIterator[LockedMemory]:
+    async def for_user(self, uid: str) -> AsyncIterator[LockedMemory[UnitOfWork]]:
         """The owner's write: no switch and no run (the owner may always clean their memory)."""
         async with self._uow() as uow:
             await uow.runs.lock_user_memory(uid)
@@ -156,12 +161,14 @@ class MemoryWriteLock:
                 yield locked
 
     @asynccontextmanager
-    async def for_agent(self, identity: RunIdentity) -> AsyncIterator[LockedMemory]:
+    async def for_agent(
+        self, identity: RunIdentity
+    ) -> AsyncIterator[LockedMemory[DriverUnitOfWork]]:
         """An agent's write: only the lease owner of a live run, only while memory is on."""
         if not identity.holds_lease:
             raise UnauthorizedRun("this run holds no lease and may not write memory")
-        async with self._uow() as uow:
-            auth = await uow.runs.lock_memory_write(identity)
+        async with self._uow.driver() as uow:
+            auth = await uow.lock_memory_write(identity)
             if not auth.ok:
                 raise UnauthorizedRun(f"this run may not write memory: {auth.reason}")
             if auth.read_only:
@@ -176,7 +183,7 @@ class MemoryWriteLock:
                 yield locked
 
     @asynccontextmanager
-    async def _locked(self, uow: UnitOfWork, uid: str) -> AsyncIterator[LockedMemory]:
+    async def _locked(self, uow: U, uid: str) -> AsyncIterator[LockedMemory[U]]:
         workspace = self._workspace(uid)
         # One hop off the event loop: the flock and the read run in the same worker thread.
         async with workspace.locked_then(lambda: read_current_file_sync(workspace)) as current:

@@ -65,7 +65,7 @@ from yuxi.services._memory_text import (
 )
 from yuxi.services._memory_versions import Quota
 from yuxi.services._memory_writer import LockedMemory, MemoryWriteLock
-from yuxi.services.unit_of_work import UnitOfWorkFactory
+from yuxi.services.unit_of_work import DriverUnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
@@ -221,7 +221,7 @@ class MemoryService:
 
     async def _remember(
         self,
-        locked: LockedMemory,
+        locked: LockedMemory[DriverUnitOfWork],
         content: str,
         replaces: str | None,
         tool_call_id: str | None,
