@@ -17,6 +17,7 @@ from tests.waiting import until
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
 from yuxi.repositories._memory_version_writes import VersionWrites
+from yuxi.services import _memory_publish
 
 from .factories import make_run, make_user, memory_file, remember, sha256_of
 
@@ -39,9 +40,30 @@ async def _state(container: Container, run: RunIdentity) -> tuple[Any, ...]:
     return sha256_of(path), [v.version_id for v in versions], tuple(quota)
 
 
+@pytest.fixture(params=["waits", "hands-back"])
+def verdict_wait(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The staging thread waits for the record's verdict, or (a slow database) hands the staged
+    file back at once and the writer publishes or discards it itself."""
+    if request.param == "hands-back":
+        monkeypatch.setattr(_memory_publish, "VERDICT_WAIT_SECONDS", 0.0)
+    return str(request.param)
+
+
+async def test_a_write_publishes_either_way(container: Container, verdict_wait: str) -> None:
+    uid = await make_user(container)
+    run = await make_run(container, uid)
+    result = await remember(container, run, "published 已发布")
+    assert result["status"] == "updated", result
+    path = memory_file(container, uid)
+    assert path.read_text() == "published 已发布\n"
+    (newest, *_) = (await container.services.memory_history.list_versions(uid)).versions
+    assert newest.version_id == result["version_id"] and newest.sha256 == sha256_of(path)
+    assert _temps(path) == []
+
+
 @pytest.mark.parametrize("staged_first", [True, False], ids=["staged-first", "record-first"])
 async def test_a_failed_record_discards_the_staged_file(
-    container: Container, monkeypatch: pytest.MonkeyPatch, staged_first: bool
+    container: Container, monkeypatch: pytest.MonkeyPatch, staged_first: bool, verdict_wait: str
 ) -> None:
     uid = await make_user(container)
     run = await make_run(container, uid)
@@ -95,7 +117,7 @@ async def test_a_failed_staging_commits_no_version(
 
 
 async def test_a_write_cancelled_while_recording_leaves_nothing(
-    container: Container, monkeypatch: pytest.MonkeyPatch
+    container: Container, monkeypatch: pytest.MonkeyPatch, verdict_wait: str
 ) -> None:
     uid = await make_user(container)
     run = await make_run(container, uid)

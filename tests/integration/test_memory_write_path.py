@@ -44,12 +44,12 @@ def _counted(container: Container) -> Iterator[dict[str, Any]]:
         event.remove(engine, "before_cursor_execute", on_statement)
 
 
-async def test_a_steady_state_write_is_two_statements_and_three_hops(
+async def test_a_steady_state_write_is_two_statements_and_two_hops(
     container: Container,
 ) -> None:
     """Gate (lock + run + switch + source) and record (gap check + insert + asking message +
-    quota + retention); flock + read in one worker thread, the staging of the new file (while
-    the record runs) in another, the rename + directory fsync in a third."""
+    quota + retention); flock + read in one worker thread; in another, the staging of the new
+    file (while the record runs), then its rename + directory fsync."""
     uid = await make_user(container)
     run = await make_run(container, uid)
     assert (await remember(container, run, "first"))["status"] == "updated"
@@ -61,7 +61,7 @@ async def test_a_steady_state_write_is_two_statements_and_three_hops(
     assert "pg_advisory_xact_lock" in seen["statements"][0]
     assert "FOR UPDATE OF agent_runs" in seen["statements"][0]
     assert seen["statements"][1].startswith("WITH newest AS")
-    assert seen["hops"] == 3
+    assert seen["hops"] == 2
 
 
 async def test_a_gap_is_repaired_then_recorded(container: Container) -> None:

@@ -12,17 +12,16 @@ after approval). Either holds, in this order and until it ends:
 
 and reads the current file (the flock and the read in one worker thread). :meth:`LockedMemory.
 publish` then records the version (one statement: gap check, insert, asking message, quota,
-retention) while a worker thread stages the new file (temp written and fsynced), publishes it
-(rename + directory fsync) once the record is in, and the block commits as it ends, still
-inside both locks. A block that published nothing commits nothing.
+retention) while a worker thread stages the new file (temp written and fsynced); the same
+thread publishes it (rename + directory fsync) once the record is in, and the block commits as
+it ends, still inside both locks. A block that published nothing commits nothing.
 
-The steady-state agent write is therefore three statements (gate, record, commit) and three
-hops off the event loop (flock + read; staging, which overlaps the record; rename + fsync).
+The steady-state agent write is therefore three statements (gate, record, commit) and two hops
+off the event loop (flock + read; stage, then publish, the staging overlapping the record).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -34,6 +33,7 @@ from yuxi.errors import MemoryDisabled, MemoryReadOnly, UnauthorizedRun, Workspa
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
 from yuxi.repositories.agent_run_repository import MemoryWriteAuthorization
+from yuxi.services._memory_publish import record_while_staging
 from yuxi.services._memory_versions import (
     NO_PROVENANCE,
     CurrentFile,
@@ -42,7 +42,7 @@ from yuxi.services._memory_versions import (
     record_change,
 )
 from yuxi.services.unit_of_work import DriverUnitOfWork, UnitOfWork, UnitOfWorkFactory
-from yuxi.workspace.filesystem import MEMORY_PATH, StagedFile, Workspace
+from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
 __all__ = ["LockedMemory", "MemoryWriteLock", "read_current_file_sync"]
 
@@ -99,10 +99,9 @@ class LockedMemory(Generic[U]):
         """Record the version (counting ``quota`` in the same statement), then replace the file
         with ``result`` (``None`` deletes it).
 
-        The new file is staged (temp written and fsynced, in a worker thread) *while* the
-        statement records the version; only once the record is in is it renamed onto MEMORY.md
-        and the directory fsynced. If the record fails, the staged temp is removed and the file
-        is untouched, exactly as if the publish had not begun.
+        The new file is staged in a worker thread *while* the statement records the version,
+        and renamed onto MEMORY.md only once the record is in
+        (:func:`~yuxi.services._memory_publish.record_while_staging`).
         """
         recording = record_change(
             self.uow,
@@ -120,27 +119,9 @@ class LockedMemory(Generic[U]):
             with contextlib.suppress(WorkspaceFileNotFound):
                 await self.workspace.delete_file(MEMORY_PATH)
         else:
-            # Handed to the thread pool now (no task to schedule first), so the thread stages
-            # while this task prepares and sends the statement.
-            staging = asyncio.get_running_loop().run_in_executor(
-                None, self.workspace.stage_authorized_file_sync, MEMORY_PATH, result
-            )
-            try:
-                version = await recording
-                # Shielded: a cancelled writer must not lose track of a temp still being staged.
-                staged = await asyncio.shield(staging)
-            except BaseException:
-                staging.add_done_callback(_discard_when_staged)
-                raise
-            await asyncio.to_thread(staged.publish_sync)
+            version = await record_while_staging(self.workspace, result, recording)
         self.published.append(version)
         return version
-
-
-def _discard_when_staged(staging: asyncio.Future[StagedFile]) -> None:
-    """The write failed or was cancelled: remove the temp once it is staged (off the loop)."""
-    if not staging.cancelled() and staging.exception() is None:
-        asyncio.get_running_loop().run_in_executor(None, staging.result().discard_sync)
 
 
 class MemoryWriteLock:
