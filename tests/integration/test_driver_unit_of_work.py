@@ -1,18 +1,20 @@
 """``DriverUnitOfWork`` (an agent's memory write: a transaction on one pooled connection, its
 statements sent with psycopg) keeps the unit of work's contract, on real PostgreSQL: commit is
 durable, anything else rolls back and releases the advisory lock, and a failed commit is
-SQLAlchemy's error with the connection replaced."""
+SQLAlchemy's error with the connection replaced; a failed connect yields to the event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
 from sqlalchemy import String, bindparam, func, literal, select, text
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from yuxi.bootstrap import Container
 from yuxi.db.driver_statements import DriverStatement
@@ -114,3 +116,18 @@ async def test_outside_the_block_it_refuses(container: Container) -> None:
     uow = container.uow.driver()
     with pytest.raises(RuntimeError, match="outside"):
         await uow.commit()
+
+
+async def test_a_failed_connect_yields_to_the_event_loop(tmp_path: Path) -> None:
+    # psycopg fails against a missing socket without awaiting anything; a writer retrying in a
+    # loop while the server is down (R2b) must still let other tasks run between attempts.
+    engine = create_async_engine(f"postgresql+psycopg://nobody@/nowhere?host={tmp_path}")
+    ran: list[bool] = []
+    try:
+        asyncio.get_running_loop().call_soon(ran.append, True)
+        with pytest.raises(OperationalError):
+            async with DriverUnitOfWork(engine):
+                pytest.fail("connected to a server that does not exist")
+        assert ran == [True], "the failed connect never yielded to the event loop"
+    finally:
+        await engine.dispose()

@@ -109,7 +109,14 @@ class DriverUnitOfWork:
         self._connection: AsyncConnection | None = None
 
     async def __aenter__(self) -> Self:
-        self._connection = await self._engine.connect()
+        try:
+            self._connection = await self._engine.connect()
+        except Exception:
+            # psycopg fails against a stopped server (no socket) without ever awaiting: a writer
+            # retrying in a loop would starve every other task, as UnitOfWork.__aexit__ notes.
+            # A failure here always yields to the event loop once.
+            await asyncio.sleep(0)
+            raise
         self.memory_versions = VersionWrites(self._connection)
         return self
 
