@@ -1,7 +1,7 @@
 """The memory write gate: the per-uid lock, the run's lease and quota, the switch — one statement.
 
-:data:`GATE` is what :meth:`AgentRunRepository.lock_memory_write` executes (with
-:func:`gate_params`), in one round trip on the unit of work's driver connection:
+:data:`GATE` is what :func:`lock_memory_write` executes (with :func:`gate_params`), in one round
+trip on the unit of work's driver connection (``DriverUnitOfWork.lock_memory_write``):
 
 1. ``pg_advisory_xact_lock(hashtextextended('user-memory:' || uid, 0))`` as an uncorrelated
    sub-select in ``WHERE``: PostgreSQL evaluates it as a one-time filter *before* the scan, so

@@ -23,10 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from yuxi.db.models import AgentRun
 from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
 from yuxi.errors import ActiveRunExists, Conflict
-from yuxi.identity import RunIdentity
 from yuxi.repositories import _memory_gate as gate
 from yuxi.repositories import _run_lease as lease
-from yuxi.repositories._memory_gate import MemoryWriteAuthorization
 from yuxi.repositories._notify import notify
 from yuxi.repositories._run_lease import new_worker_id, owned_live_lease
 from yuxi.vocabulary import (
@@ -40,7 +38,6 @@ __all__ = [
     "LEASE_EXPIRED",
     "PARENT_RUN_ENDED",
     "AgentRunRepository",
-    "MemoryWriteAuthorization",
     "new_worker_id",
     "owned_live_lease",
 ]
@@ -300,11 +297,6 @@ class AgentRunRepository:
     async def lock_user_memory(self, uid: str) -> None:
         """The per-uid memory lock every MEMORY.md writer takes; released at transaction end."""
         await self.session.execute(gate.lock_user_memory(uid))
-
-    async def lock_memory_write(self, identity: RunIdentity) -> MemoryWriteAuthorization:
-        """Take the per-uid memory lock, lock the run that asks to write and check it, and read
-        the memory switch under the lock — one statement (:data:`._memory_gate.GATE`)."""
-        return await gate.lock_memory_write(self.session, identity)
 
     # -- listing (added for the thread view; kept at the end for an easy merge) ----------------
 

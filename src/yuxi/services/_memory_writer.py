@@ -32,7 +32,7 @@ from yuxi.db.models import MemoryVersion
 from yuxi.errors import MemoryDisabled, MemoryReadOnly, UnauthorizedRun, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
-from yuxi.repositories.agent_run_repository import MemoryWriteAuthorization
+from yuxi.repositories._memory_gate import MemoryWriteAuthorization
 from yuxi.services._memory_publish import record_while_staging
 from yuxi.services._memory_versions import (
     NO_PROVENANCE,

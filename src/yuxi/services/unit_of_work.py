@@ -138,7 +138,8 @@ class DriverUnitOfWork:
         return self._connection
 
     async def lock_memory_write(self, identity: RunIdentity) -> MemoryWriteAuthorization:
-        """:meth:`AgentRunRepository.lock_memory_write` in this transaction."""
+        """The memory write gate (:func:`~yuxi.repositories._memory_gate.lock_memory_write`) in
+        this transaction."""
         return await lock_memory_write(self._open(), identity)
 
     async def commit(self) -> None:
