@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime
+from yuxi.db.engine import create_engine
 from yuxi.runtime.worker import Worker
 
 
@@ -15,3 +17,14 @@ async def worker(container: Container) -> AsyncIterator[Worker]:
     """One worker on the container's services, with the configured model and checkpointer."""
     async with open_agent_runtime(container) as runtime:
         yield build_worker(container, runtime, name="test-worker")
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """The app's engine (``yuxi.db.engine.create_engine``) with a pool of one connection, for
+    tests that watch what happens to that connection."""
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()

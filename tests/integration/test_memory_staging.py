@@ -40,6 +40,14 @@ async def _state(container: Container, run: RunIdentity) -> tuple[Any, ...]:
     return sha256_of(path), [v.version_id for v in versions], tuple(quota)
 
 
+async def _kept(container: Container, content: str) -> tuple[RunIdentity, Path, tuple[Any, ...]]:
+    """A user whose run has written ``content``: the run, MEMORY.md, and its :func:`_state`."""
+    uid = await make_user(container)
+    run = await make_run(container, uid)
+    assert (await remember(container, run, content))["status"] == "updated"
+    return run, memory_file(container, uid), await _state(container, run)
+
+
 @pytest.fixture(params=["waits", "hands-back"])
 def verdict_wait(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The staging thread waits for the record's verdict, or (a slow database) hands the staged
@@ -65,11 +73,7 @@ async def test_a_write_publishes_either_way(container: Container, verdict_wait: 
 async def test_a_failed_record_discards_the_staged_file(
     container: Container, monkeypatch: pytest.MonkeyPatch, staged_first: bool, verdict_wait: str
 ) -> None:
-    uid = await make_user(container)
-    run = await make_run(container, uid)
-    await remember(container, run, "kept 保留")
-    path = memory_file(container, uid)
-    before = await _state(container, run)
+    run, path, before = await _kept(container, "kept 保留")
 
     async def failing_record(self: VersionWrites, *args: Any, **kwargs: Any) -> Any:
         if staged_first:  # the temp is written and fsynced before the record fails
@@ -90,11 +94,7 @@ async def test_a_failed_staging_commits_no_version(
 ) -> None:
     """The version was recorded (not committed) when the temp's fsync failed: it is rolled
     back with the quota count, and the file is untouched."""
-    uid = await make_user(container)
-    run = await make_run(container, uid)
-    await remember(container, run, "kept")
-    path = memory_file(container, uid)
-    before = await _state(container, run)
+    run, path, before = await _kept(container, "kept")
     recorded = asyncio.Event()
     original = VersionWrites.record
 
@@ -119,11 +119,7 @@ async def test_a_failed_staging_commits_no_version(
 async def test_a_write_cancelled_while_recording_leaves_nothing(
     container: Container, monkeypatch: pytest.MonkeyPatch, verdict_wait: str
 ) -> None:
-    uid = await make_user(container)
-    run = await make_run(container, uid)
-    await remember(container, run, "kept")
-    path = memory_file(container, uid)
-    before = await _state(container, run)
+    run, path, before = await _kept(container, "kept")
     recording = asyncio.Event()
 
     async def hanging_record(self: VersionWrites, *args: Any, **kwargs: Any) -> Any:

@@ -4,7 +4,6 @@ on real PostgreSQL: what it saves, and what a dead connection costs with and wit
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,19 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from yuxi.db import engine as engine_module
 from yuxi.db.engine import (
     PING_AFTER_IDLE_SECONDS,
-    create_engine,
     ping_idle_connections,
     sqlalchemy_url,
 )
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url, pool_size=1)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
 
 
 @dataclass
