@@ -45,8 +45,8 @@ async def running(
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run_forever(stop, poll_seconds=poll_seconds))
         try:
-            await _until("the worker to start", lambda: worker.stats.claimed >= 0)
-            await asyncio.sleep(0.2)  # its first look found nothing; it is idle now
+            # Its first look found nothing: it waits for a notification (or its poll) now.
+            await _until("the worker to be idle", lambda: worker.idle)
             yield worker
         finally:
             stop.set()
