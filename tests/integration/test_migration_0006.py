@@ -11,7 +11,7 @@ from alembic import command
 from sqlalchemy.dialects import postgresql
 
 from yuxi.db.migrate import alembic_config, downgrade_sync, upgrade_sync
-from yuxi.repositories import _history_queries as q
+from yuxi.repositories import _history_reads as reads
 
 STATISTICS = "st_messages_conversation_id_uid"
 HEAVY = "plan_heavy"
@@ -111,7 +111,7 @@ def test_a_thread_read_walks_the_thread_index_and_stops(database_url: str) -> No
         ).fetchone()
     assert middle is not None
     for name in ("latest", "before", "after"):
-        statement, params = q.thread_window(name, HEAVY, thread, anchor_id=middle[0], limit=19)
+        statement, params = reads.thread_window(name, HEAVY, thread, anchor_id=middle[0], limit=19)
         nodes = _nodes(_plan(database_url, statement.params(**params)))
         kinds = [node["Node Type"] for node in nodes]
         assert "Sort" not in kinds, (name, kinds)

@@ -1,4 +1,6 @@
-"""The SQL of the history tools: visibility, field allowlist, literal ILIKE.
+"""The SQL of ``search_thread_messages``: visibility, field allowlist, literal ILIKE (the reads
+of one thread are in :mod:`._history_reads`; the shared bind parameters in
+:mod:`._history_params`).
 
 Visibility is never a Python filter: every statement here carries the whole rule of
 :mod:`~yuxi.repositories._history_visibility` in its WHERE clause, so ``LIMIT`` only ever
@@ -16,14 +18,9 @@ import re
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
-    ColumnElement,
-    Integer,
     Select,
-    String,
     Text,
     TextClause,
-    bindparam,
     func,
     literal_column,
     select,
@@ -31,17 +28,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
-from yuxi.db.models import Conversation, Message, ToolCall
+from yuxi.db.models import Conversation, Message
 from yuxi.limits import (
-    READ_MESSAGE_BYTES,
     SEARCH_SNIPPET_BYTES,
     SEARCH_TRIGRAM_MIN_CHARS,
-    TOOL_ITEM_BYTES,
-    TOOLS_MAX_ITEMS,
 )
 
+from . import _history_params as p
+from ._history_params import Statement
 from ._history_visibility import (
-    conversation_visible,
     not_of_run,
     visible_conversation,
     visible_message,
@@ -50,16 +45,11 @@ from ._history_visibility import (
 __all__ = [
     "LIKE_ESCAPE",
     "PLAN_WITH_PARAMETERS",
-    "THREAD_WINDOWS",
-    "Statement",
     "escape_like",
     "has_older_statement",
     "index_key",
     "recent_count_statement",
     "search_statement",
-    "thread_statement",
-    "thread_window",
-    "tool_calls_statement",
 ]
 
 LIKE_ESCAPE = "\\"
@@ -71,27 +61,6 @@ LIKE_ESCAPE = "\\"
 #: history statements: the rest of the app keeps generic plans, which spare the write path's
 #: statements ~0.5-1 ms of planning each (B1).
 PLAN_WITH_PARAMETERS: TextClause = text("SET LOCAL plan_cache_mode = force_custom_plan")
-
-#: The statements the history tools run are built once per shape (``functools.cache``) with
-#: these parameters, and executed with a dict of values (:data:`Statement`). SQLAlchemy keys its
-#: compiled-SQL cache on a traversal of the statement, memoized per statement object: building
-#: and keying these nested statements anew on every call cost ~18 ms of Python per search at
-#: 10M rows, more than the database's own time (B4).
-_P_UID = bindparam("uid", type_=String())
-_P_QUERY = bindparam("query", type_=Text())
-_P_PATTERN = bindparam("pattern", type_=Text())
-_P_KEY_PATTERN = bindparam("key_pattern", type_=Text())
-_P_LIMIT = bindparam("limit", type_=Integer())
-_P_WINDOW = bindparam("window", type_=Integer())
-_P_WINDOW_AND_ONE = bindparam("window_and_one", type_=Integer())
-_P_RUN = bindparam("run_id", type_=String())
-_P_SNIPPET_CHARS = bindparam("snippet_chars", type_=Integer())
-_P_THREAD = bindparam("thread_id", type_=String())
-_P_CONVERSATION = bindparam("conversation_id", type_=BigInteger())
-_P_ANCHOR = bindparam("anchor_id", type_=BigInteger())
-
-#: A prebuilt statement and the values of its parameters.
-Statement = tuple[Select[*tuple[Any, ...]], dict[str, Any]]
 
 
 def escape_like(value: str) -> str:
@@ -137,15 +106,15 @@ def _newest(uid: Any, window: Any) -> Any:
 
 @functools.cache
 def _recent_count(own_run: bool) -> Select[*tuple[Any, ...]]:
-    m = _newest(_P_UID, _P_WINDOW)
+    m = _newest(p.UID, p.WINDOW)
     visible = (
         select(m.id)
         .join(Conversation, Conversation.id == m.conversation_id)
-        .where(*visible_message(_P_UID, m), *visible_conversation(_P_UID))
-        .where(*not_of_run(_P_UID, _P_RUN if own_run else None, m))
+        .where(*visible_message(p.UID, m), *visible_conversation(p.UID))
+        .where(*not_of_run(p.UID, p.RUN if own_run else None, m))
     )
     return select(
-        select(func.count()).select_from(_newest(_P_UID, _P_WINDOW_AND_ONE)).scalar_subquery(),
+        select(func.count()).select_from(_newest(p.UID, p.WINDOW_AND_ONE)).scalar_subquery(),
         select(func.count()).select_from(visible.subquery()).scalar_subquery(),
     )
 
@@ -166,9 +135,9 @@ def recent_count_statement(uid: str, window: int, current_run_id: str | None) ->
 def _has_older() -> Select[*tuple[Any, ...]]:
     older = (
         select(Message.id)
-        .where(Message.uid == _P_UID)
+        .where(Message.uid == p.UID)
         .order_by(Message.id.desc())
-        .offset(_P_WINDOW)
+        .offset(p.WINDOW)
         .limit(1)
     )
     return select(older.exists())
@@ -186,13 +155,13 @@ def _pattern(query: str) -> str:
 
 
 def _recent_hits(own_run: bool) -> Any:
-    m = _newest(_P_UID, _P_WINDOW)
+    m = _newest(p.UID, p.WINDOW)
     return (
-        _visible_messages(_P_UID, m.id.label("message_id"), m=m)
-        .where(*not_of_run(_P_UID, _P_RUN if own_run else None, m))
-        .where(m.content.ilike(_P_PATTERN, escape=LIKE_ESCAPE))
+        _visible_messages(p.UID, m.id.label("message_id"), m=m)
+        .where(*not_of_run(p.UID, p.RUN if own_run else None, m))
+        .where(m.content.ilike(p.PATTERN, escape=LIKE_ESCAPE))
         .order_by(m.id.desc())
-        .limit(_P_LIMIT)
+        .limit(p.LIMIT)
         .subquery("recent_hits")
     )
 
@@ -239,9 +208,9 @@ def _indexed_hits(own_run: bool) -> Any:
             Message.message_type,
             Message.run_id,
         )
-        .where(*visible_message(_P_UID))
-        .where(Message.content.ilike(_P_KEY_PATTERN, escape=LIKE_ESCAPE))
-        .where(_off_index(Message.content).ilike(_P_PATTERN, escape=LIKE_ESCAPE))
+        .where(*visible_message(p.UID))
+        .where(Message.content.ilike(p.KEY_PATTERN, escape=LIKE_ESCAPE))
+        .where(_off_index(Message.content).ilike(p.PATTERN, escape=LIKE_ESCAPE))
         .cte("matches")
         .prefix_with("MATERIALIZED")
     )
@@ -249,10 +218,10 @@ def _indexed_hits(own_run: bool) -> Any:
     return (
         select(m.id.label("message_id"))
         .join(Conversation, Conversation.id == m.conversation_id)
-        .where(*visible_message(_P_UID, m), *visible_conversation(_P_UID))
-        .where(*not_of_run(_P_UID, _P_RUN if own_run else None, m))
+        .where(*visible_message(p.UID, m), *visible_conversation(p.UID))
+        .where(*not_of_run(p.UID, p.RUN if own_run else None, m))
         .order_by(m.id.desc())
-        .limit(_P_LIMIT)
+        .limit(p.LIMIT)
         .subquery("hits")
     )
 
@@ -260,7 +229,7 @@ def _indexed_hits(own_run: bool) -> Any:
 @functools.cache
 def _search(windowed: bool, own_run: bool) -> Select[*tuple[Any, ...]]:
     hits = _recent_hits(own_run) if windowed else _indexed_hits(own_run)
-    position = func.strpos(func.lower(Message.content), func.lower(_P_QUERY))
+    position = func.strpos(func.lower(Message.content), func.lower(p.QUERY))
     start = func.greatest(position - SEARCH_SNIPPET_BYTES, 1)
     return (
         select(
@@ -270,7 +239,7 @@ def _search(windowed: bool, own_run: bool) -> Select[*tuple[Any, ...]]:
             Conversation.title.label("title"),
             position.label("position"),
             start.label("window_start"),
-            func.substr(Message.content, start, _P_SNIPPET_CHARS).label("window"),
+            func.substr(Message.content, start, p.SNIPPET_CHARS).label("window"),
             func.char_length(Message.content).label("length"),
         )
         .join(Message, Message.id == hits.c.message_id)
@@ -312,87 +281,3 @@ def search_statement(
         "run_id": current_run_id,
         "snippet_chars": 2 * SEARCH_SNIPPET_BYTES + len(query),
     }
-
-
-@functools.cache
-def _thread() -> Select[*tuple[Any, ...]]:
-    columns: tuple[Any, ...] = (Conversation.id, Conversation.thread_id, Conversation.title)
-    return select(*columns).where(
-        Conversation.thread_id == _P_THREAD, *visible_conversation(_P_UID)
-    )
-
-
-def thread_statement(uid: str, thread_id: str) -> Statement:
-    return _thread(), {"uid": uid, "thread_id": thread_id}
-
-
-def _content_prefix() -> ColumnElement[str]:
-    # One character more than the budget: enough for truncate_utf8 to cut exactly as it would
-    # cut the whole text (every character is at least one byte).
-    return func.left(Message.content, READ_MESSAGE_BYTES + 1, type_=Text).label("content")
-
-
-#: The reads of one thread's window: the newest ``limit``; the anchor itself; up to ``limit``
-#: before it (newest first); up to ``limit`` after it (oldest first).
-THREAD_WINDOWS = ("latest", "anchor", "before", "after")
-
-
-@functools.cache
-def _thread_window(kind: str) -> Select[*tuple[Any, ...]]:
-    # Not a join: with the conversation joined, the planner put the thread's rows under a
-    # nested loop, so ``ORDER BY id LIMIT n`` could not stop early and every read fetched and
-    # sorted the whole thread (a 2,000-message thread at 10M rows: 48 ms for 19 rows; with
-    # this shape and migration 0006's statistics, under 1 ms).
-    columns: tuple[Any, ...] = (Message.id, Message.role, _content_prefix())
-    base = (
-        select(*columns)
-        .where(Message.conversation_id == _P_CONVERSATION, *visible_message(_P_UID))
-        .where(conversation_visible(_P_UID, _P_CONVERSATION))
-    )
-    if kind == "latest":
-        return base.order_by(Message.id.desc()).limit(_P_LIMIT)
-    if kind == "anchor":
-        return base.where(Message.id == _P_ANCHOR)
-    if kind == "before":
-        return base.where(Message.id < _P_ANCHOR).order_by(Message.id.desc()).limit(_P_LIMIT)
-    if kind == "after":
-        return base.where(Message.id > _P_ANCHOR).order_by(Message.id.asc()).limit(_P_LIMIT)
-    raise ValueError(f"not a thread window: {kind!r}")
-
-
-def thread_window(
-    kind: str, uid: str, conversation_id: int, *, anchor_id: int | None = None, limit: int = 1
-) -> Statement:
-    """Visible messages ``(id, role, content prefix)`` of one visible thread, for ``kind`` in
-    :data:`THREAD_WINDOWS`."""
-    return _thread_window(kind), {
-        "uid": uid,
-        "conversation_id": conversation_id,
-        "anchor_id": anchor_id,
-        "limit": limit,
-    }
-
-
-def tool_calls_statement(uid: str, conversation_id: int) -> Select[Any]:
-    """The newest tool calls of one visible thread, allowlisted columns only."""
-    return (
-        select(
-            ToolCall.id,
-            ToolCall.tool_call_id,
-            ToolCall.name,
-            ToolCall.input,
-            func.left(ToolCall.output, TOOL_ITEM_BYTES + 1, type_=Text).label("output"),
-            ToolCall.status,
-            func.left(ToolCall.error, TOOL_ITEM_BYTES + 1, type_=Text).label("error"),
-        )
-        .join(Message, Message.id == ToolCall.message_id)
-        .join(Conversation, Conversation.id == Message.conversation_id)
-        .where(
-            Conversation.id == conversation_id,
-            Message.uid == uid,
-            Message.conversation_id == conversation_id,
-            *visible_conversation(uid),
-        )
-        .order_by(ToolCall.id.desc())
-        .limit(TOOLS_MAX_ITEMS)
-    )

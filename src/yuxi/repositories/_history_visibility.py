@@ -1,7 +1,7 @@
 """Who may see what in the history tools: the visibility rule, as SQL conditions.
 
-Every statement of :mod:`~yuxi.repositories._history_queries` carries the whole rule in its
-WHERE clause (never a Python filter), so ``LIMIT`` only ever counts rows the caller may see:
+Every statement of :mod:`._history_queries` and :mod:`._history_reads` carries the whole rule in
+its WHERE clause (never a Python filter), so ``LIMIT`` only ever counts rows the caller may see:
 
 * conversation: ``uid`` = caller, ``status = 'active'``, ``source NOT IN ('agent_call',
   'agent_evaluation')``, not ``recall_excluded`` by its owner, and ``NOT EXISTS`` a

@@ -34,6 +34,7 @@ from yuxi.limits import (
     THREAD_ID_MAX_CHARS,
 )
 from yuxi.repositories import _history_queries as q
+from yuxi.repositories import _history_reads as reads
 from yuxi.repositories import _history_shape as shape
 from yuxi.repositories._history_visibility import is_subagent_child
 from yuxi.utils.string_utils import is_valid_text
@@ -301,7 +302,7 @@ class ConversationRepository:
             raise NotFound(NOT_VISIBLE)
         limit = _clamp(limit, 1, READ_MAX_MESSAGES)
         await self.session.execute(q.PLAN_WITH_PARAMETERS)
-        thread = (await self.session.execute(*q.thread_statement(uid, thread_id))).one_or_none()
+        thread = (await self.session.execute(*reads.thread_statement(uid, thread_id))).one_or_none()
         if thread is None:
             raise NotFound(NOT_VISIBLE)
         conversation_id = int(thread.id)
@@ -309,7 +310,9 @@ class ConversationRepository:
         tool_calls: list[dict[str, Any]] | None = None
         tools_cut = False
         if include_tools:  # the ToolCall table is queried only here
-            tool_rows = await self.session.execute(q.tool_calls_statement(uid, conversation_id))
+            tool_rows = await self.session.execute(
+                *reads.tool_calls_statement(uid, conversation_id)
+            )
             tool_calls, tools_cut = shape.tool_call_items(tool_rows.all())
         return shape.read_response(
             thread_id=thread.thread_id,
@@ -326,12 +329,12 @@ class ConversationRepository:
         """Rows ``(id, role, content prefix)`` in chronological order, and the anchor's index."""
         if anchor_id is None:
             latest = await self.session.execute(
-                *q.thread_window("latest", uid, conversation_id, limit=limit)
+                *reads.thread_window("latest", uid, conversation_id, limit=limit)
             )
             return list(reversed(latest.all())), None
         anchor = (
             await self.session.execute(
-                *q.thread_window("anchor", uid, conversation_id, anchor_id=anchor_id)
+                *reads.thread_window("anchor", uid, conversation_id, anchor_id=anchor_id)
             )
         ).one_or_none()
         if anchor is None:
@@ -339,12 +342,14 @@ class ConversationRepository:
         side = limit - 1
         before = (
             await self.session.execute(
-                *q.thread_window("before", uid, conversation_id, anchor_id=anchor_id, limit=side)
+                *reads.thread_window(
+                    "before", uid, conversation_id, anchor_id=anchor_id, limit=side
+                )
             )
         ).all()
         after = (
             await self.session.execute(
-                *q.thread_window("after", uid, conversation_id, anchor_id=anchor_id, limit=side)
+                *reads.thread_window("after", uid, conversation_id, anchor_id=anchor_id, limit=side)
             )
         ).all()
         want_before = side // 2
