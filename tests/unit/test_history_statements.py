@@ -6,17 +6,17 @@ anew cost ~18 ms of Python per search at 10M rows, benchmark B4)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from sqlalchemy.dialects import postgresql
 
 from yuxi.repositories import _history_queries as q
 from yuxi.repositories import _history_reads as reads
+from yuxi.repositories._history_params import Statement
 
 A, B = "uid-marker-a-甲", "uid-marker-b-乙"
 
-SHAPES: dict[str, Callable[[str, int], Any]] = {
+SHAPES: dict[str, Callable[[str, int], Statement]] = {
     "search": lambda uid, n: q.search_statement(uid, f"deploy {n}", n),
     "search, windowed, own run": lambda uid, n: q.search_statement(
         uid, f"部署 {n}", n, current_run_id=f"run-{uid}", window=200 + n
