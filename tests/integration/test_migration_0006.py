@@ -3,15 +3,13 @@ walking ``(conversation_id, id)`` and stopping, not by fetching and sorting the 
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import psycopg
 from alembic import command
-from sqlalchemy.dialects import postgresql
 
 from yuxi.db.migrate import alembic_config, downgrade_sync, upgrade_sync
 from yuxi.repositories import _history_reads as reads
+
+from .plans import explain, plan_nodes
 
 STATISTICS = "st_messages_conversation_id_uid"
 HEAVY = "plan_heavy"
@@ -81,27 +79,6 @@ def _seed(url: str) -> int:
         return int(thread[0])
 
 
-def _plan(url: str, statement: Any) -> dict[str, Any]:
-    sql = str(
-        statement.compile(
-            dialect=postgresql.dialect(),  # type: ignore[no-untyped-call]
-            compile_kwargs={"literal_binds": True},
-        )
-    )
-    with psycopg.connect(url) as conn:
-        row = conn.execute(f"EXPLAIN (FORMAT JSON) {sql.replace('%%', '%')}").fetchone()
-    assert row is not None
-    plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
-    return dict(plan[0]["Plan"])
-
-
-def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    out = [plan]
-    for child in plan.get("Plans", []):
-        out += _nodes(child)
-    return out
-
-
 def test_a_thread_read_walks_the_thread_index_and_stops(database_url: str) -> None:
     thread = _seed(database_url)
     with psycopg.connect(database_url) as conn:
@@ -112,7 +89,7 @@ def test_a_thread_read_walks_the_thread_index_and_stops(database_url: str) -> No
     assert middle is not None
     for name in ("latest", "before", "after"):
         statement, params = reads.thread_window(name, HEAVY, thread, anchor_id=middle[0], limit=19)
-        nodes = _nodes(_plan(database_url, statement.params(**params)))
+        nodes = plan_nodes(explain(database_url, statement, params))
         kinds = [node["Node Type"] for node in nodes]
         assert "Sort" not in kinds, (name, kinds)
         scans = [n for n in nodes if n.get("Relation Name") == "messages"]
