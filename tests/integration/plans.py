@@ -8,18 +8,18 @@ from collections.abc import Mapping
 from typing import Any
 
 import psycopg
-from sqlalchemy import create_mock_engine
 from sqlalchemy.sql import ClauseElement
 
-#: The app's dialect (postgresql+psycopg), without a connection.
-_DIALECT = create_mock_engine("postgresql+psycopg://", lambda *a, **k: None).dialect
+from tests.sql import APP_DIALECT
 
 
 def explain(url: str, statement: ClauseElement, params: Mapping[str, Any]) -> dict[str, Any]:
     """The plan of ``statement`` with ``params`` (inlined as literals: a custom plan, as the
     history tools get with ``PLAN_WITH_PARAMETERS``)."""
     sql = str(
-        statement.params(**params).compile(dialect=_DIALECT, compile_kwargs={"literal_binds": True})
+        statement.params(**params).compile(
+            dialect=APP_DIALECT, compile_kwargs={"literal_binds": True}
+        )
     )
     with psycopg.connect(url) as conn:
         row = conn.execute(f"EXPLAIN (FORMAT JSON) {sql.replace('%%', '%')}").fetchone()

@@ -8,15 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from sqlalchemy import create_mock_engine
 
+from tests.sql import APP_DIALECT
 from yuxi.repositories import _history_queries as q
 from yuxi.repositories import _history_reads as reads
 from yuxi.repositories._history_params import Statement
 
 A, B = "uid-marker-a-甲", "uid-marker-b-乙"
-#: The app's dialect (postgresql+psycopg), without a connection.
-_DIALECT = create_mock_engine("postgresql+psycopg://", lambda *a, **k: None).dialect
 
 SHAPES: dict[str, Callable[[str, int], Statement]] = {
     "search": lambda uid, n: q.search_statement(uid, f"deploy {n}", n),
@@ -40,6 +38,6 @@ def test_one_statement_per_shape_values_bound_apart(shape: str) -> None:
     second, second_values = SHAPES[shape](B, 9)
     assert first is second
     assert first_values["uid"] == A and second_values["uid"] == B
-    sql = str(first.compile(dialect=_DIALECT))
+    sql = str(first.compile(dialect=APP_DIALECT))
     assert A not in sql and B not in sql
     assert "%(uid)s" in sql
