@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -110,6 +111,39 @@ async def test_a_commit_on_a_dead_connection_is_sqlalchemys_error(
     async with container.uow.driver() as uow:
         assert (await uow.lock_memory_write(run)).ok
         assert _driver(uow).info.backend_pid != pid
+
+
+async def test_a_committed_block_gives_its_connection_back_without_a_task(
+    container: Container,
+) -> None:
+    # After a commit, the pool's reset sends nothing: the block closes its connection inline
+    # (no task to schedule and wait for), and the connection is back in the pool at once.
+    uid = await make_user(container)
+    loop = asyncio.get_running_loop()
+    created: list[object] = []
+    factory = loop.get_task_factory()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        assert factory is None  # pytest-asyncio's loop: the default Task
+        created.append(coro)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    pool = container.engine.sync_engine.pool
+    async with container.uow.driver() as uow:
+        await _SET_NAME.first(uow._open(), {"name": "inline", "uid": uid})
+        await uow.commit()
+        out_before = pool.checkedout()  # type: ignore[attr-defined]
+        loop.set_task_factory(counting)
+    loop.set_task_factory(factory)
+    assert created == [], "a committed block closed its connection in a task"
+    assert pool.checkedout() == out_before - 1  # type: ignore[attr-defined]
+    # Left open (no commit), the rollback runs in a shielded task: it must reach the server.
+    async with container.uow.driver() as uow:
+        await _SET_NAME.first(uow._open(), {"name": "never", "uid": uid})
+        loop.set_task_factory(counting)
+    loop.set_task_factory(factory)
+    assert len(created) == 1
+    assert await _name_of(container, uid) == "inline"
 
 
 async def test_outside_the_block_it_refuses(container: Container) -> None:

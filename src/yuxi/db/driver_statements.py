@@ -38,6 +38,7 @@ from typing import Any, cast
 
 from psycopg import AsyncConnection as DriverConnection
 from psycopg import Error as DriverError
+from psycopg.pq import TransactionStatus
 from psycopg.rows import namedtuple_row
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
@@ -45,7 +46,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["DriverStatement", "Executor", "commit_driver", "translated_errors"]
+__all__ = [
+    "DriverStatement",
+    "Executor",
+    "commit_driver",
+    "outside_transaction",
+    "translated_errors",
+]
 
 
 class _Compiled:
@@ -123,6 +130,20 @@ async def commit_driver(connection: AsyncConnection) -> None:
     _, driver = _driver_of(connection)
     async with translated_errors(connection, "COMMIT"):
         await driver.commit()
+
+
+def outside_transaction(connection: AsyncConnection) -> bool:
+    """The driver connection is open, healthy and in no transaction: giving it back to the pool
+    sends nothing to the server (the reset's rollback has nothing to roll back)."""
+    sync = connection.sync_connection
+    if sync is None or sync.closed or sync.invalidated:
+        return False
+    driver = sync.connection.driver_connection
+    return (
+        driver is not None
+        and not driver.closed
+        and driver.info.transaction_status == TransactionStatus.IDLE
+    )
 
 
 def _driver_of(connection: AsyncConnection) -> tuple[Connection, DriverConnection[Any]]:

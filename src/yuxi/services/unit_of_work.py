@@ -23,7 +23,7 @@ from typing import Self
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from yuxi.db.driver_statements import commit_driver
+from yuxi.db.driver_statements import commit_driver, outside_transaction
 from yuxi.identity import RunIdentity
 from yuxi.repositories._memory_gate import MemoryWriteAuthorization, lock_memory_write
 from yuxi.repositories._memory_version_writes import VersionWrites
@@ -127,10 +127,18 @@ class DriverUnitOfWork:
         tb: TracebackType | None,
     ) -> None:
         connection, self._connection = self._connection, None
-        if connection is not None:
-            # Shielded, as UnitOfWork.__aexit__: a cancelled caller must not leak the
-            # connection (or the transaction and advisory lock on it).
-            await asyncio.shield(asyncio.ensure_future(connection.close()))
+        if connection is None:
+            return
+        if outside_transaction(connection):
+            # Committed (or never begun): the pool's reset sends nothing, so closing never
+            # waits on the server and a cancellation has no await to land on. Closed inline,
+            # not in a task of its own: ~0.15 ms of a ~3.5 ms agent write (benchmark B1).
+            await connection.close()
+            return
+        # A transaction is open (the write failed or was cancelled): the reset rolls it back on
+        # the server. Shielded, as UnitOfWork.__aexit__: a cancelled caller must not leak the
+        # connection (or the transaction and advisory lock on it).
+        await asyncio.shield(asyncio.ensure_future(connection.close()))
 
     def _open(self) -> AsyncConnection:
         if self._connection is None:
