@@ -90,3 +90,35 @@ def test_add_is_idempotent(lines: list[str], content: str) -> None:
     twice = apply_add(once.text, content)
     assert twice.changed is False
     assert twice.text == once.text
+
+
+def _whole_lines_by_scan(base: str, content: str) -> tuple[int, int] | None:
+    """The rule spelled out: normalise every line, then compare line runs one by one."""
+    needle = [" ".join(line.split()) for line in content.splitlines() if line.split()]
+    hay = [
+        (number, " ".join(line.split()))
+        for number, line in enumerate(base.splitlines(), start=1)
+        if line.split()
+    ]
+    for i in range(len(hay) - len(needle) + 1) if needle else ():
+        if [norm for _, norm in hay[i : i + len(needle)]] == needle:
+            return hay[i][0], hay[i + len(needle) - 1][0]
+    return None
+
+
+_SPACES_AND_BREAKS = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\u3000"
+
+
+@given(
+    st.lists(st.sampled_from(["ab", "a", "b", "记忆", "用户", *_SPACES_AND_BREAKS]), max_size=40),
+    st.lists(st.sampled_from(["ab", "a", "b", "记忆", " ", "\t", "\n", "\u3000"]), max_size=12),
+)
+def test_whole_line_search_is_the_line_by_line_rule(parts: list[str], words: list[str]) -> None:
+    """find_whole_lines' shortcut (no match in the whitespace-collapsed file, no match at all)
+    never changes its answer, for every line break and space str.splitlines / str.split know."""
+    base, content = "".join(parts), "".join(words)
+    assert find_whole_lines(base, content) == _whole_lines_by_scan(base, content)
+    for shift in (1, 2):  # content taken from the file itself: matches are likely
+        lines = base.splitlines()
+        piece = "\n".join(lines[shift : shift + 2])
+        assert find_whole_lines(base, piece) == _whole_lines_by_scan(base, piece)

@@ -90,9 +90,15 @@ def find_whole_lines(base: str, content: str) -> tuple[int, int] | None:
     collapsed. Returns the 1-based inclusive line span in ``base``, or None.
     """
     needle = [norm for _, norm in _content_lines(content)]
-    hay = _content_lines(base)
     if not needle:
         return None
+    # Lines that match whole, joined by one space, are a substring of the whole file with its
+    # whitespace collapsed (every line break str.splitlines knows is whitespace to str.split).
+    # When not even that holds (a new fact, the common case), no line needs normalising one
+    # by one: ~20 µs instead of ~80 µs for a 2 KiB file (benchmark B1).
+    if " ".join(needle) not in " ".join(base.split()):
+        return None
+    hay = _content_lines(base)
     for i in range(len(hay) - len(needle) + 1):
         if all(hay[i + k][1] == needle[k] for k in range(len(needle))):
             return hay[i][0], hay[i + len(needle) - 1][0]
