@@ -13,9 +13,14 @@ Op = Callable[[int], Awaitable[object]]
 
 @dataclass
 class Interleaved:
-    """Raw latencies (ms) per variant, in the order they were taken."""
+    """Raw latencies (ms) per variant, in the order they were taken, and the CPU time this
+    process spent during each call (ms): ``loop_cpu_ms`` on the event loop's thread (Python and
+    the system calls it makes), ``process_cpu_ms`` on all its threads (the worker threads'
+    file I/O too). Neither counts the database server's CPU."""
 
     samples_ms: dict[str, list[float]] = field(default_factory=dict)
+    loop_cpu_ms: dict[str, list[float]] = field(default_factory=dict)
+    process_cpu_ms: dict[str, list[float]] = field(default_factory=dict)
     rounds: int = 0
     retired: dict[str, int] = field(default_factory=dict)  # variant -> round it stopped at
     wall_s: float = 0.0
@@ -37,7 +42,11 @@ async def interleave(
     once it has ``min_samples`` samples (slow variants stop early; fast ones keep sampling).
     """
     names = list(ops)
-    result = Interleaved(samples_ms={n: [] for n in names})
+    result = Interleaved(
+        samples_ms={n: [] for n in names},
+        loop_cpu_ms={n: [] for n in names},
+        process_cpu_ms={n: [] for n in names},
+    )
     spent = dict.fromkeys(names, 0.0)
     active = list(names)
     started = time.perf_counter()
@@ -47,11 +56,15 @@ async def interleave(
         if before_round is not None:
             await before_round(r)
         for name in rotate(active, r):
+            c0, p0 = time.thread_time_ns(), time.process_time_ns()
             t0 = time.perf_counter_ns()
             await ops[name](r)
             dt_ms = (time.perf_counter_ns() - t0) / 1e6
+            c1, p1 = time.thread_time_ns(), time.process_time_ns()
             if r >= warmup:
                 result.samples_ms[name].append(dt_ms)
+                result.loop_cpu_ms[name].append((c1 - c0) / 1e6)
+                result.process_cpu_ms[name].append((p1 - p0) / 1e6)
                 spent[name] += dt_ms / 1000
         if r >= warmup:
             result.rounds += 1

@@ -67,6 +67,10 @@ async def test_all_benchmarks_at_toy_scale_and_report(env: BenchEnv, tmp_path: P
     assert set(b1["failures"].values()) == {0}
     assert b1["checks"]["floor_bytes_equal_ours"] is True
     assert b1["stats_ms"]["ours"]["n"] == 4 and b1["ratios"]["ours/floor"]["p50"] > 0
+    # CPU per call, side by side: the event loop's share is part of all threads' share
+    for variant in ("ours", "floor"):
+        cpu = b1["cpu_ms"][variant]
+        assert 0 < cpu["loop_p50"] <= cpu["process_p50"] + 0.05
     b2 = results["b2"]
     assert b2["lost_updates_total"]["ours/one_uid"] == 0
     assert b2["lost_updates_total"]["ours/distinct_uids"] == 0
@@ -108,6 +112,6 @@ async def test_all_benchmarks_at_toy_scale_and_report(env: BenchEnv, tmp_path: P
     png_path = report.write_chart(results["b2"], out)
     assert json.loads(json_path.read_text())["results"]["b1"]["goal"]["target"] == 1.3
     md = md_path.read_text()
-    for section in ("## B1", "## B2", "## B3", "## B4", "## B5", "ours/floor"):
+    for section in ("## B1", "## B2", "## B3", "## B4", "## B5", "ours/floor", "event loop ms"):
         assert section in md
     assert png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -129,8 +129,10 @@ class Metrics:
         # Known series start at zero, so a rate() has a baseline from the first scrape on.
         for status in RUN_STATUSES:
             self.run_duration.labels(status=status)
-        for result in MEMORY_WRITE_STATUSES:
-            self.memory_writes.labels(result=result)
+        # Each series resolved once: remember_memory counts every call (benchmark B1).
+        self._memory_write_counts = {
+            result: self.memory_writes.labels(result=result) for result in MEMORY_WRITE_STATUSES
+        }
         for code in _RECONCILE_CODES:
             self.lease_reconciles.labels(code=code)
         for tool in HISTORY_TOOLS:
@@ -144,9 +146,13 @@ class Metrics:
     def memory_write(self, result: str) -> None:
         """``result``: a write status, or a refusal's error code (an unknown code counts as
         the generic ``error``, so a label can never carry anything else)."""
-        if result not in MEMORY_WRITE_STATUSES and result not in _error_codes():
-            result = YuxiError.code
-        self.memory_writes.labels(result=result).inc()
+        counter = self._memory_write_counts.get(result)
+        if counter is None:
+            key = result if result in _error_codes() else YuxiError.code
+            counter = self._memory_write_counts.get(key)
+            if counter is None:
+                counter = self._memory_write_counts[key] = self.memory_writes.labels(result=key)
+        counter.inc()
 
     def reconciled(self, code: str) -> None:
         self.lease_reconciles.labels(code=_closed(code, _RECONCILE_CODES, "reconcile code")).inc()

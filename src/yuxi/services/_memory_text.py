@@ -92,10 +92,12 @@ def find_whole_lines(base: str, content: str) -> tuple[int, int] | None:
     needle = [norm for _, norm in _content_lines(content)]
     if not needle:
         return None
-    # Lines that match whole, joined by one space, are a substring of the whole file with its
-    # whitespace collapsed (every line break str.splitlines knows is whitespace to str.split).
-    # When not even that holds (a new fact, the common case), no line needs normalising one
-    # by one: ~20 µs instead of ~80 µs for a 2 KiB file (benchmark B1).
+    # Necessary conditions first, cheapest first (a new fact, the common case, fails one and no
+    # line needs normalising one by one; benchmark B1): every word of the content occurs in the
+    # file; the content's lines, joined by one space, occur in the file with its whitespace
+    # collapsed (every line break str.splitlines knows is whitespace to str.split).
+    if not all(word in base for line in needle for word in line.split(" ")):
+        return None
     if " ".join(needle) not in " ".join(base.split()):
         return None
     hay = _content_lines(base)

@@ -60,6 +60,11 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=4096)  # pathlib joins cost ~10 µs; every memory write asks
+def _lock_path(workspace_root: Path, workspace_dir_name: str) -> Path:
+    return workspace_root / ".locks" / f"{workspace_dir_name}.lock"
+
+
 def _process_lock(path: Path) -> asyncio.Lock:
     locks = _waiters.setdefault(asyncio.get_running_loop(), weakref.WeakValueDictionary())
     lock = locks.get(path)
@@ -114,7 +119,7 @@ async def workspace_lock_then(
     server, the lock holder waiting for a thread to write with.) Cancelling a waiter is safe at
     any point; the file descriptor is always closed.
     """
-    path = workspace_root / ".locks" / f"{workspace_dir_name}.lock"
+    path = _lock_path(workspace_root, workspace_dir_name)
     async with _process_lock(path):
         # Shielded: a cancellation must not abandon a thread that may already hold the flock
         # with nobody left to close its descriptor.

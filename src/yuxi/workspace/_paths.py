@@ -7,6 +7,7 @@ workspace directory without any component meaning "go up", "stay", or "start ove
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import secrets
@@ -33,6 +34,11 @@ def workspace_dirname(uid: str) -> str:
     """
     if not isinstance(uid, str) or not uid:
         raise InvalidArgument("uid must be a non-empty string")
+    return _dirname_of(uid)
+
+
+@functools.lru_cache(maxsize=4096)  # a pure function of uid, asked on every memory write
+def _dirname_of(uid: str) -> str:
     try:
         uid_bytes = uid.encode("utf-8")
     except UnicodeEncodeError as exc:
