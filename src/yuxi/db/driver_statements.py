@@ -32,8 +32,7 @@ events, statement logging (``echo``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from psycopg import AsyncConnection as DriverConnection
@@ -51,7 +50,6 @@ __all__ = [
     "Executor",
     "commit_driver",
     "outside_transaction",
-    "translated_errors",
 ]
 
 
@@ -107,7 +105,9 @@ class DriverStatement:
         values = compiled.values(params)
         sync, driver = _driver_of(connection)
         events = sync.dispatch
-        async with translated_errors(connection, compiled.sql):
+        # A plain try, not a context manager: this runs twice per agent memory write, and an
+        # async generator per statement is measurable there (B1).
+        try:
             cursor = driver.cursor(row_factory=namedtuple_row)
             if events.before_cursor_execute:  # listeners (tests, benchmarks) see it as usual
                 events.before_cursor_execute(sync, cursor, compiled.sql, values, None, False)
@@ -116,6 +116,11 @@ class DriverStatement:
             if events.after_cursor_execute:
                 events.after_cursor_execute(sync, cursor, compiled.sql, values, None, False)
             return row
+        except BaseException as exc:
+            translated = await _translated(connection, driver, compiled.sql, exc)
+            if translated is exc:
+                raise
+            raise translated from exc
 
 
 #: Where a :class:`DriverStatement` runs: a session's transaction (begun on first use), or a
@@ -128,8 +133,13 @@ async def commit_driver(connection: AsyncConnection) -> None:
     :class:`DriverStatement` on a bare connection: SQLAlchemy never began one there). Errors
     and invalidation as for a statement."""
     _, driver = _driver_of(connection)
-    async with translated_errors(connection, "COMMIT"):
+    try:
         await driver.commit()
+    except BaseException as exc:
+        translated = await _translated(connection, driver, "COMMIT", exc)
+        if translated is exc:
+            raise
+        raise translated from exc
 
 
 def outside_transaction(connection: AsyncConnection) -> bool:
@@ -157,30 +167,28 @@ def _driver_of(connection: AsyncConnection) -> tuple[Connection, DriverConnectio
     return sync, driver
 
 
-@asynccontextmanager
-async def translated_errors(connection: AsyncConnection, sql: str) -> AsyncIterator[None]:
-    """A psycopg error inside becomes SQLAlchemy's (a dead connection invalidated); anything
-    else that interrupts the driver (a cancellation) invalidates the connection."""
-    _, driver = _driver_of(connection)
-    try:
-        yield
-    except DriverError as exc:
-        broken = driver.closed or driver.broken
-        if broken:
-            await _invalidate(connection, exc)
-        raise DBAPIError.instance(
-            sql,
-            None,
-            exc,
-            DriverError,
-            hide_parameters=True,
-            connection_invalidated=broken,
-            dialect=connection.dialect,
-        ) from exc
-    except BaseException as exc:
-        # Cancelled (or interrupted) mid-statement: nobody knows what the server got.
+async def _translated(
+    connection: AsyncConnection, driver: DriverConnection[Any], sql: str, exc: BaseException
+) -> BaseException:
+    """What to raise for ``exc`` from the driver: a psycopg error as the
+    :class:`~sqlalchemy.exc.DBAPIError` SQLAlchemy would raise (a closed or broken connection
+    invalidated first); anything else (a cancellation: nobody knows what the server got) as
+    itself, once the connection is invalidated."""
+    if not isinstance(exc, DriverError):
         await _invalidate(connection, exc)
-        raise
+        return exc
+    broken = driver.closed or driver.broken
+    if broken:
+        await _invalidate(connection, exc)
+    return DBAPIError.instance(
+        sql,
+        None,
+        exc,
+        DriverError,
+        hide_parameters=True,
+        connection_invalidated=broken,
+        dialect=connection.dialect,
+    )
 
 
 async def _invalidate(connection: AsyncConnection, exc: BaseException) -> None:
