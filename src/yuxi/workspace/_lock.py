@@ -66,7 +66,10 @@ def _lock_path(workspace_root: Path, workspace_dir_name: str) -> Path:
 
 
 def _process_lock(path: Path) -> asyncio.Lock:
-    locks = _waiters.setdefault(asyncio.get_running_loop(), weakref.WeakValueDictionary())
+    loop = asyncio.get_running_loop()
+    locks = _waiters.get(loop)
+    if locks is None:
+        locks = _waiters[loop] = weakref.WeakValueDictionary()
     lock = locks.get(path)
     if lock is None:
         lock = locks[path] = asyncio.Lock()
