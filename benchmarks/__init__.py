@@ -5,5 +5,6 @@ across OS processes with lost updates counted; B3 per-run read overhead; B4 hist
 at scale on a generated database; B5 model-input bytes vs. preloading all history.
 
 Every comparison runs in the same process run on the same PostgreSQL, variants interleaved
-round-robin, and is reported as ratios of p50/p95/p99 computed from the raw samples.
+(each round in a new seeded order: ``_stats.round_order``), and is reported as ratios of
+p50/p95/p99 computed from the raw samples.
 """

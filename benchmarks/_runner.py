@@ -1,4 +1,5 @@
-"""Round-robin interleaving of variants, so machine noise hits every variant alike."""
+"""Interleaving of variants, each round in a new order, so machine noise and what ran just
+before hit every variant alike."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
-from ._stats import rotate
+from ._stats import round_order
 
 Op = Callable[[int], Awaitable[object]]
 
@@ -35,7 +36,8 @@ async def interleave(
     budget_s: float | None = None,
     min_samples: int = 5,
 ) -> Interleaved:
-    """Run every op once per round, the order rotated each round; time each call.
+    """Run every op once per round, in a new order each round (:func:`round_order`); time
+    each call.
 
     ``before_round(r)`` runs untimed before round ``r`` (resets). The first ``warmup`` rounds
     are not recorded. With ``budget_s``, a variant whose recorded time exceeds it is retired
@@ -55,7 +57,7 @@ async def interleave(
             break
         if before_round is not None:
             await before_round(r)
-        for name in rotate(active, r):
+        for name in round_order(active, r):
             c0, p0 = time.thread_time_ns(), time.process_time_ns()
             t0 = time.perf_counter_ns()
             await ops[name](r)

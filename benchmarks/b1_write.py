@@ -1,6 +1,6 @@
 """B1 — the write path: ``remember_memory`` end to end vs. the floor, LangGraph's store, naive.
 
-Variants, one call each per round, order rotated every round:
+Variants, one call each per round, in a new order every round (``round_order``):
 
 * ``ours`` — ``MemoryService.remember_memory`` with a real claimed run: the gate (advisory
   lock + ``SELECT … FOR UPDATE`` of the run + the switch and the thread's source), per-uid
@@ -25,6 +25,9 @@ Every round starts from the same ~2 KiB MEMORY.md (reset untimed), and every rou
 distinct fact, so every call of every variant is a real append of the same size.
 
 Diagnostics (interleaved in the same rounds, reported apart):
+``diag_ours_again`` — ours once more, for a second user and run on the same service (an A/A
+check: how far two identical variants drift apart in this run; a ratio closer to 1 than that
+drift is not a measured difference);
 ``diag_floor_unversioned`` — the floor before versions existed (the same engine as ours,
 ``SELECT … FOR UPDATE`` of the run + durable publish, no version row: the old B1 floor);
 ``diag_ours_async_commit`` — ours on an engine whose sessions run with
@@ -76,7 +79,12 @@ from ._stats import ratio, summarize
 GOAL_OURS_OVER_FLOOR_P50 = 1.3
 BASE_BYTES = 2048
 VARIANTS = ("ours", "floor", "langgraph_store", "naive")
-DIAGNOSTICS = ("diag_floor_unversioned", "diag_ours_async_commit", "diag_ours_pre_ping")
+DIAGNOSTICS = (
+    "diag_ours_again",
+    "diag_floor_unversioned",
+    "diag_ours_async_commit",
+    "diag_ours_pre_ping",
+)
 
 _FLOOR_RECORD = """
 WITH counted AS (
@@ -154,6 +162,8 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     async_ident = await make_claimed_run(c, async_uid)
     ping_uid = await make_user(c, name="b1-ping")
     ping_ident = await make_claimed_run(c, ping_uid)
+    again_uid = await make_user(c, name="b1-again")
+    again_ident = await make_claimed_run(c, again_uid)
     engines = [
         create_async_engine(
             sqlalchemy_url(env.database_url),
@@ -188,13 +198,14 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     )
 
     async def reset(_: int) -> None:
-        await restore_memory_quota(c, [ident, floor_ident, async_ident, ping_ident])
+        await restore_memory_quota(c, [ident, floor_ident, async_ident, ping_ident, again_ident])
         # Through the memory service, so the reset is itself a recorded version and the timed
         # write is the steady state (a file changed behind Yuxi's back would make every timed
         # write record a `recovered` version first).
         await memory.write_memory_file(uid, base, if_match="*")
         await memory.write_memory_file(async_uid, base, if_match="*")
         await memory.write_memory_file(ping_uid, base, if_match="*")
+        await memory.write_memory_file(again_uid, base, if_match="*")
         for path in (floor_path, naive_path, unversioned_path):
             await asyncio.to_thread(write_plain, path, base)
 
@@ -202,6 +213,11 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         result, _ = await tool_outcome(lambda: memory.remember_memory(ident, fact(r)))
         if result.get("status") != "updated":
             failures["ours"] += 1
+
+    async def diag_ours_again(r: int) -> None:
+        result, _ = await tool_outcome(lambda: memory.remember_memory(again_ident, fact(r)))
+        if result.get("status") != "updated":
+            failures["diag_ours_again"] += 1
 
     async def diag_ours_async_commit(r: int) -> None:
         result, _ = await tool_outcome(lambda: async_memory.remember_memory(async_ident, fact(r)))
@@ -275,6 +291,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
                 "floor": floor,
                 "langgraph_store": langgraph_store,
                 "naive": naive,
+                "diag_ours_again": diag_ours_again,
                 "diag_floor_unversioned": diag_floor_unversioned,
                 "diag_ours_async_commit": diag_ours_async_commit,
                 "diag_ours_pre_ping": diag_ours_pre_ping,
@@ -311,6 +328,7 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         "naive/floor": ratio(stats["naive"], stats["floor"]),
     }
     diagnostics = {
+        "diag_ours_again/ours": ratio(stats["diag_ours_again"], stats["ours"]),
         "ours/diag_floor_unversioned": ratio(stats["ours"], stats["diag_floor_unversioned"]),
         "floor/diag_floor_unversioned": ratio(stats["floor"], stats["diag_floor_unversioned"]),
         "diag_ours_async_commit/ours": ratio(stats["diag_ours_async_commit"], stats["ours"]),

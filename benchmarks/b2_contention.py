@@ -12,7 +12,7 @@ The ``naive`` variant runs the same schedule with an unlocked read-modify-write 
 
 After each run the file(s) are read back: every entry must be present exactly once. A missing
 entry is a lost update; a duplicate would be a double apply. Variants and scopes are
-interleaved round-robin per concurrency level, repeated ``reps`` times.
+interleaved per concurrency level (a new seeded order each time), repeated ``reps`` times.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from ._fixtures import (
     restore_memory_quota,
     write_plain,
 )
-from ._stats import rotate, summarize
+from ._stats import round_order, summarize
 
 LEVELS = (1, 2, 4, 8, 16)
 PROCESSES = 4
@@ -125,7 +125,7 @@ async def run_b2(
         await pool.ready()
         for rep in range(reps):
             for li, level in enumerate(levels):
-                for variant, scope in rotate(list(MODES), rep + li):
+                for variant, scope in round_order(list(MODES), rep + li):
                     runs.append(
                         await _one_run(
                             env, pool, variant, scope, level, writes, rep,

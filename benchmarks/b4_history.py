@@ -12,7 +12,7 @@ stage asks whether the cost stays flat while the *table* grows 10x); users are
   time and size are reported;
 * ``trgm_cold`` — the same index, every sample on cold caches (see :mod:`benchmarks._b4_cold`).
 
-and, interleaved round-robin inside a warm phase, two engines:
+and, interleaved (a new seeded order each round) inside a warm phase, two engines:
 
 * ``shipped`` — the app's own engine (``bootstrap``), i.e. what production runs: psycopg prepares
   a statement server-side after 5 executions and PostgreSQL may then switch to a *generic* plan;

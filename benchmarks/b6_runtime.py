@@ -3,7 +3,7 @@
 A real ``yuxi serve`` process (two in-process workers, the offline model: it answers at once,
 so everything timed is platform overhead) on the bench database.
 
-**Overhead.** Each round, interleaved in rotated order:
+**Overhead.** Each round, interleaved in a new order (round_order):
 
 * ``ours`` — ``POST /threads/{id}/runs`` then follow ``GET /runs/{id}/events`` (SSE): the time to
   the first ``token`` event and to the ``completed`` status event;
@@ -46,7 +46,7 @@ from yuxi.services.run_service import RunService
 
 from ._env import BenchEnv
 from ._fixtures import LONG_LEASE_SECONDS
-from ._stats import ratio, rotate, summarize
+from ._stats import ratio, round_order, summarize
 
 VARIANTS = ("ours", "ours_wait", "floor")
 STREAM_LEVELS = (0, 100, 1000)
@@ -417,7 +417,7 @@ async def run_b6(
         assert conv is not None
 
         for r in range(warmup + rounds):
-            for name in rotate(list(VARIANTS), r):
+            for name in round_order(list(VARIANTS), r):
                 if name == "floor":
                     # the floor's runs are settled at once: one thread serves every round
                     t0 = time.perf_counter()

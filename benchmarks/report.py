@@ -185,7 +185,9 @@ def _md_b1(b1: dict[str, Any]) -> list[str]:
         )
     if diag:
         lines += [
-            "Diagnostics (same rounds): the floor before versions existed (no version row), "
+            "Diagnostics (same rounds): ours again for a second user (an A/A check: how far "
+            "two identical variants drift apart in this run), the floor before versions "
+            "existed (no version row), "
             "ours with `synchronous_commit = off` (a lever the product does not pull) and ours "
             "on an engine with SQLAlchemy's pre-ping on every checkout (the app's engine pings "
             "only a connection idle for more than 2 s).",
@@ -521,8 +523,8 @@ def write_markdown(report: dict[str, Any], out: Path) -> Path:
         f"shared_buffers {db['settings'].get('shared_buffers')})",
         f"- workspaces on: {db['workspace_filesystem']}",
         "- every latency is measured around one awaited call; percentiles are computed from the "
-        "raw samples (linear interpolation); variants are interleaved round-robin, order rotated "
-        "each round.",
+        "raw samples (linear interpolation); variants are interleaved, each round in a new "
+        "seeded order (so no variant always runs right after the same other one).",
         "",
     ]
     sections = report.get("results", {})

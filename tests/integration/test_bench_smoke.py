@@ -67,6 +67,7 @@ async def test_all_benchmarks_at_toy_scale_and_report(env: BenchEnv, tmp_path: P
     assert set(b1["failures"].values()) == {0}
     assert b1["checks"]["floor_bytes_equal_ours"] is True
     assert b1["stats_ms"]["ours"]["n"] == 4 and b1["ratios"]["ours/floor"]["p50"] > 0
+    assert b1["diagnostic_ratios"]["diag_ours_again/ours"]["p50"] > 0  # the A/A check ran
     # CPU per call, side by side: the event loop's share is part of all threads' share
     for variant in ("ours", "floor"):
         cpu = b1["cpu_ms"][variant]

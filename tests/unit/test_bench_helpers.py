@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from benchmarks._fixtures import count_entries, durable_publish, naive_append, realistic_memory
-from benchmarks._stats import percentile, ratio, rotate, summarize
+from benchmarks._stats import percentile, ratio, round_order, summarize
 from benchmarks.b4_history import parse_scale
 from benchmarks.datagen import CJK_WORDS, EN_WORDS, TERMS, message_text
 
@@ -44,15 +44,17 @@ def test_summary_and_ratio() -> None:
     assert math.isnan(ratio(a, summarize([]))["p50"])
 
 
-def test_rotate_is_round_robin() -> None:
-    items = ["a", "b", "c"]
-    assert [rotate(items, k) for k in range(4)] == [
-        ["a", "b", "c"],
-        ["b", "c", "a"],
-        ["c", "a", "b"],
-        ["a", "b", "c"],
-    ]
-    assert rotate([], 5) == []
+def test_round_order_gives_every_variant_every_neighbour() -> None:
+    items = ["a", "b", "c", "d"]
+    orders = [round_order(items, k) for k in range(200)]
+    assert all(sorted(order) == items for order in orders)
+    assert orders == [round_order(items, k) for k in range(200)]  # the same in every run
+    # No fixed neighbour (what a rotation has): each variant runs right after each other one.
+    after = {(order[i], order[i + 1]) for order in orders for i in range(len(order) - 1)}
+    assert after == {(x, y) for x in items for y in items if x != y}
+    firsts = {order[0] for order in orders}
+    assert firsts == set(items)
+    assert round_order([], 5) == []
 
 
 def test_count_entries() -> None:
