@@ -14,13 +14,12 @@ from yuxi.db.models import MemoryVersion
 from yuxi.services._memory_publish import record_while_staging
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
+from .workspaces import OLD_MEMORY, memory_workspace, temp_files
+
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    workspace = Workspace(tmp_path / "workspaces", "alice")
-    workspace.ensure_user_workspace_sync()
-    workspace.replace_authorized_file_sync(MEMORY_PATH, "旧的记忆\n".encode())
-    return workspace
+    return memory_workspace(tmp_path, "alice")
 
 
 @pytest.fixture
@@ -43,8 +42,7 @@ def _file(ws: Workspace) -> bytes:
     return ws.read_file_sync(MEMORY_PATH, 1 << 20)
 
 
-def _temps(ws: Workspace) -> list[str]:
-    return [p.name for p in ws.directory.iterdir() if p.name.endswith(".tmp")]
+_temps = temp_files
 
 
 async def test_staging_starts_once_the_record_waits_for_the_server(
@@ -76,7 +74,7 @@ async def test_a_record_failing_before_the_loop_turns_stages_nothing(
         await record_while_staging(ws, b"never\n", recording())
     await asyncio.sleep(0.05)  # a staging job, had one started, would have run by now
     assert jobs == []
-    assert _file(ws) == "旧的记忆\n".encode() and _temps(ws) == []
+    assert _file(ws) == OLD_MEMORY and _temps(ws) == []
 
 
 async def test_a_record_done_before_the_loop_turns_still_publishes(

@@ -13,27 +13,25 @@ import pytest
 from yuxi.errors import SymlinkRefused
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
+from .workspaces import OLD_MEMORY, memory_workspace, temp_files
+
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    workspace = Workspace(tmp_path / "workspaces", "u_staged")
-    workspace.ensure_user_workspace_sync()
-    workspace.replace_authorized_file_sync(MEMORY_PATH, "旧的 old\n".encode())
-    return workspace
+    return memory_workspace(tmp_path, "u_staged")
 
 
 def _target(ws: Workspace) -> Path:
     return ws.directory / MEMORY_PATH
 
 
-def _temps(ws: Workspace) -> list[str]:
-    return [p.name for p in _target(ws).parent.iterdir() if p.name.endswith(".tmp")]
+_temps = temp_files
 
 
 def test_the_target_changes_only_when_published(ws: Workspace) -> None:
     new = "新的 new\n".encode()
     staged = ws.stage_authorized_file_sync(MEMORY_PATH, new)
-    assert _target(ws).read_bytes() == "旧的 old\n".encode()
+    assert _target(ws).read_bytes() == OLD_MEMORY
     [temp] = _temps(ws)
     assert (_target(ws).parent / temp).read_bytes() == new
     staged.publish_sync()
@@ -80,5 +78,5 @@ def test_a_failed_rename_removes_the_temp_and_keeps_the_target(
     with pytest.raises(OSError, match="No space"):
         staged.publish_sync()
     monkeypatch.undo()
-    assert _target(ws).read_bytes() == "旧的 old\n".encode()
+    assert _target(ws).read_bytes() == OLD_MEMORY
     assert _temps(ws) == []
