@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from psycopg import AsyncConnection as DriverConnection
 from psycopg import Error as DriverError
@@ -117,10 +117,7 @@ class DriverStatement:
                 events.after_cursor_execute(sync, cursor, compiled.sql, values, None, False)
             return row
         except BaseException as exc:
-            translated = await _translated(connection, driver, compiled.sql, exc)
-            if translated is exc:
-                raise
-            raise translated from exc
+            await _raise_translated(connection, driver, compiled.sql, exc)
 
 
 #: Where a :class:`DriverStatement` runs: a session's transaction (begun on first use), or a
@@ -136,10 +133,7 @@ async def commit_driver(connection: AsyncConnection) -> None:
     try:
         await driver.commit()
     except BaseException as exc:
-        translated = await _translated(connection, driver, "COMMIT", exc)
-        if translated is exc:
-            raise
-        raise translated from exc
+        await _raise_translated(connection, driver, "COMMIT", exc)
 
 
 def outside_transaction(connection: AsyncConnection) -> bool:
@@ -167,20 +161,20 @@ def _driver_of(connection: AsyncConnection) -> tuple[Connection, DriverConnectio
     return sync, driver
 
 
-async def _translated(
+async def _raise_translated(
     connection: AsyncConnection, driver: DriverConnection[Any], sql: str, exc: BaseException
-) -> BaseException:
-    """What to raise for ``exc`` from the driver: a psycopg error as the
+) -> NoReturn:
+    """Raise what ``exc`` from the driver becomes: a psycopg error as the
     :class:`~sqlalchemy.exc.DBAPIError` SQLAlchemy would raise (a closed or broken connection
     invalidated first); anything else (a cancellation: nobody knows what the server got) as
     itself, once the connection is invalidated."""
     if not isinstance(exc, DriverError):
         await _invalidate(connection, exc)
-        return exc
+        raise exc
     broken = driver.closed or driver.broken
     if broken:
         await _invalidate(connection, exc)
-    return DBAPIError.instance(
+    raise DBAPIError.instance(
         sql,
         None,
         exc,
@@ -188,7 +182,7 @@ async def _translated(
         hide_parameters=True,
         connection_invalidated=broken,
         dialect=connection.dialect,
-    )
+    ) from exc
 
 
 async def _invalidate(connection: AsyncConnection, exc: BaseException) -> None:
