@@ -147,11 +147,11 @@ class Metrics:
         """``result``: a write status, or a refusal's error code (an unknown code counts as
         the generic ``error``, so a label can never carry anything else)."""
         counter = self._memory_write_counts.get(result)
-        if counter is None:
+        if counter is None:  # an error code's first count, or a text that is no code at all
             key = result if result in _error_codes() else YuxiError.code
-            counter = self._memory_write_counts.get(key)
-            if counter is None:
-                counter = self._memory_write_counts[key] = self.memory_writes.labels(result=key)
+            counter = self._memory_write_counts.setdefault(
+                key, self.memory_writes.labels(result=key)
+            )
         counter.inc()
 
     def reconciled(self, code: str) -> None:
