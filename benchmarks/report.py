@@ -163,26 +163,25 @@ def _md_b1(b1: dict[str, Any]) -> list[str]:
         _stats_rows(b1["stats_ms"], main),
     )
     lines += _table(["ratio", "p50", "p95", "p99"], _ratio_rows(b1["ratios"]))
-    if "cpu_ms" in b1:
-        cpu = b1["cpu_ms"]
-        lines += [
-            "CPU time of the benchmark process per call, p50 (the database server's is not "
-            "counted): on the event loop's thread, and on all its threads (worker threads' "
-            "file I/O included).",
-            "",
-        ]
-        lines += _table(
-            ["variant", "event loop ms", "all threads ms", "wall p50 ms"],
+    cpu = b1["cpu_ms"]
+    lines += [
+        "CPU time of the benchmark process per call, p50 (the database server's is not "
+        "counted): on the event loop's thread, and on all its threads (worker threads' "
+        "file I/O included).",
+        "",
+    ]
+    lines += _table(
+        ["variant", "event loop ms", "all threads ms", "wall p50 ms"],
+        [
             [
-                [
-                    f"`{name}`",
-                    _num(c["loop_p50"]),
-                    _num(c["process_p50"]),
-                    _num(b1["stats_ms"][name]["p50"]),
-                ]
-                for name, c in cpu.items()
-            ],
-        )
+                f"`{name}`",
+                _num(c["loop_p50"]),
+                _num(c["process_p50"]),
+                _num(b1["stats_ms"][name]["p50"]),
+            ]
+            for name, c in cpu.items()
+        ],
+    )
     if diag:
         lines += [
             "Diagnostics (same rounds): ours again for a second user (an A/A check: how far "
