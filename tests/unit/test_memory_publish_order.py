@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from yuxi.db.models import MemoryVersion
+from yuxi.repositories.memory_version_repository import NewVersion
 from yuxi.services._memory_publish import record_while_staging
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
@@ -45,6 +45,10 @@ def _file(ws: Workspace) -> bytes:
 _temps = temp_files
 
 
+def _version(version_id: str) -> NewVersion:
+    return NewVersion(version_id, "u1", "agent", "add", "0" * 64, 0, "0" * 64, "")
+
+
 async def test_staging_starts_once_the_record_waits_for_the_server(
     ws: Workspace, jobs: list[str]
 ) -> None:
@@ -52,11 +56,11 @@ async def test_staging_starts_once_the_record_waits_for_the_server(
     # contend with the writer's for the GIL: it starts only once the writer awaits the answer.
     seen: list[list[str]] = []
 
-    async def recording() -> MemoryVersion:
+    async def recording() -> NewVersion:
         seen.append(list(jobs))  # building and sending the statement
         await asyncio.sleep(0.01)  # waiting for the server
         seen.append(list(jobs))
-        return MemoryVersion(version_id="mv_test")
+        return _version("mv_test")
 
     version = await record_while_staging(ws, "新的记忆\n".encode(), recording())
     assert version.version_id == "mv_test"
@@ -67,7 +71,7 @@ async def test_staging_starts_once_the_record_waits_for_the_server(
 async def test_a_record_failing_before_the_loop_turns_stages_nothing(
     ws: Workspace, jobs: list[str]
 ) -> None:
-    async def recording() -> MemoryVersion:
+    async def recording() -> NewVersion:
         raise RuntimeError("refused before anything was sent")
 
     with pytest.raises(RuntimeError, match="refused"):
@@ -80,8 +84,8 @@ async def test_a_record_failing_before_the_loop_turns_stages_nothing(
 async def test_a_record_done_before_the_loop_turns_still_publishes(
     ws: Workspace, jobs: list[str]
 ) -> None:
-    async def recording() -> MemoryVersion:
-        return MemoryVersion(version_id="mv_at_once")
+    async def recording() -> NewVersion:
+        return _version("mv_at_once")
 
     version = await record_while_staging(ws, "立刻\n".encode(), recording())
     assert version.version_id == "mv_at_once"

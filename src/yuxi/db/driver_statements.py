@@ -36,9 +36,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, cast
 
 from psycopg import AsyncConnection as DriverConnection
+from psycopg import AsyncCursor
 from psycopg import Error as DriverError
 from psycopg.pq import TransactionStatus
-from psycopg.rows import namedtuple_row
+from psycopg.rows import RowMaker, namedtuple_row, no_result
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -54,7 +55,7 @@ __all__ = [
 
 
 class _Compiled:
-    __slots__ = ("defaults", "processors", "sql")
+    __slots__ = ("defaults", "make_row", "processors", "sql")
 
     def __init__(self, statement: ClauseElement, dialect: Dialect) -> None:
         compiled = cast(SQLCompiler, statement.compile(dialect=dialect))
@@ -63,6 +64,8 @@ class _Compiled:
         self.sql = str(compiled)
         self.defaults: dict[str, Any] = {}
         self.processors: dict[str, Callable[[Any], Any]] = {}
+        #: The named tuple its rows become, once a result has named the columns.
+        self.make_row: RowMaker[Any] | None = None
         for bind, name in compiled.bind_names.items():
             if bind.expanding or bind.literal_execute:
                 raise TypeError(f"DriverStatement cannot run the expanding bind {name!r}")
@@ -73,6 +76,17 @@ class _Compiled:
             else:  # a literal: its value is part of the statement
                 value = bind.effective_value
                 self.defaults[name] = value if processor is None else processor(value)
+
+    def row_factory(self, cursor: AsyncCursor[Any]) -> RowMaker[Any]:
+        """psycopg's ``namedtuple_row``, asked once per statement: one statement always returns
+        the same columns, and reading their names from every result cost ~20 µs a statement
+        with the gate's 12 columns (B1)."""
+        make = self.make_row
+        if make is None:
+            make = namedtuple_row(cursor)
+            if make is not no_result:
+                self.make_row = make
+        return make
 
     def values(self, params: Mapping[str, Any]) -> dict[str, Any]:
         values = {**self.defaults, **params}
@@ -108,7 +122,7 @@ class DriverStatement:
         # A plain try, not a context manager: this runs twice per agent memory write, and an
         # async generator per statement is measurable there (B1).
         try:
-            cursor = driver.cursor(row_factory=namedtuple_row)
+            cursor = driver.cursor(row_factory=compiled.row_factory)
             if events.before_cursor_execute:  # listeners (tests, benchmarks) see it as usual
                 events.before_cursor_execute(sync, cursor, compiled.sql, values, None, False)
             await cursor.execute(compiled.sql, values)

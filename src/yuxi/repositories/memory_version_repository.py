@@ -15,9 +15,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import Conversation, MemoryVersion
-from yuxi.repositories._memory_version_writes import EMPTY_SHA256, Quota, VersionWrites
+from yuxi.repositories._memory_version_writes import (
+    EMPTY_SHA256,
+    NewVersion,
+    Quota,
+    VersionWrites,
+)
 
-__all__ = ["EMPTY_SHA256", "MemoryVersionRepository", "Quota"]
+__all__ = ["EMPTY_SHA256", "MemoryVersionRepository", "NewVersion", "Quota"]
 
 
 class MemoryVersionRepository:
@@ -51,12 +56,12 @@ class MemoryVersionRepository:
 
     # -- the write path (one definition: :class:`VersionWrites`) ---------------------------
 
-    async def add(self, version: MemoryVersion) -> MemoryVersion:
+    async def add(self, version: NewVersion) -> NewVersion:
         return await VersionWrites(self.session).add(version)
 
     async def record(
-        self, version: MemoryVersion, *, keep: int, max_bytes: int, quota: Quota | None = None
-    ) -> MemoryVersion | None:
+        self, version: NewVersion, *, keep: int, max_bytes: int, quota: Quota | None = None
+    ) -> NewVersion | None:
         return await VersionWrites(self.session).record(
             version, keep=keep, max_bytes=max_bytes, quota=quota
         )

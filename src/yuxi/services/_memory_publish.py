@@ -27,7 +27,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable
 
-from yuxi.db.models import MemoryVersion
+from yuxi.repositories.memory_version_repository import NewVersion
 from yuxi.workspace.filesystem import MEMORY_PATH, StagedFile, Workspace
 
 __all__ = ["VERDICT_WAIT_SECONDS", "record_while_staging"]
@@ -85,10 +85,10 @@ def _discard_if_handed_back(job: asyncio.Future[StagedFile | None]) -> None:
 async def record_while_staging(
     workspace: Workspace,
     data: bytes,
-    recording: Awaitable[MemoryVersion],
+    recording: Awaitable[NewVersion],
     *,
     verdict_wait: float | None = None,
-) -> MemoryVersion:
+) -> NewVersion:
     """Await ``recording`` while a worker thread stages ``data`` as MEMORY.md; publish it once
     the version is recorded (see the module docstring for the guarantees)."""
     verdict = _Verdict()

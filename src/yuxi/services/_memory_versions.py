@@ -28,15 +28,15 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 
-from yuxi.db.models import MemoryVersion
 from yuxi.limits import MEMORY_VERSIONS_KEEP, MEMORY_VERSIONS_MAX_BYTES
-from yuxi.repositories.memory_version_repository import EMPTY_SHA256, Quota
+from yuxi.repositories.memory_version_repository import EMPTY_SHA256, NewVersion, Quota
 from yuxi.services.unit_of_work import DriverUnitOfWork, UnitOfWork
 from yuxi.workspace.filesystem import etag_for
 
 __all__ = [
     "EMPTY_SHA256",
     "CurrentFile",
+    "NewVersion",
     "Provenance",
     "Quota",
     "new_version_id",
@@ -100,7 +100,7 @@ async def record_change(
     provenance: Provenance = NO_PROVENANCE,
     target_version_id: str | None = None,
     quota: Quota | None = None,
-) -> MemoryVersion:
+) -> NewVersion:
     """Record the change ``current`` → ``result`` (repairing a gap first), count ``quota`` and
     apply retention; returns the row.
 
@@ -110,7 +110,7 @@ async def record_change(
     run again.
     """
     repo = uow.memory_versions
-    version = MemoryVersion(
+    version = NewVersion(
         version_id=new_version_id(),
         uid=uid,
         actor=actor,
@@ -131,7 +131,7 @@ async def record_change(
         return recorded
     known = await repo.newest_sha256(uid) or EMPTY_SHA256
     await repo.add(
-        MemoryVersion(
+        NewVersion(
             version_id=new_version_id(),
             uid=uid,
             actor="system",

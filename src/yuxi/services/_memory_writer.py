@@ -28,7 +28,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from yuxi.db.models import MemoryVersion
 from yuxi.errors import MemoryDisabled, MemoryReadOnly, UnauthorizedRun, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
@@ -37,6 +36,7 @@ from yuxi.services._memory_publish import record_while_staging
 from yuxi.services._memory_versions import (
     NO_PROVENANCE,
     CurrentFile,
+    NewVersion,
     Provenance,
     Quota,
     record_change,
@@ -73,7 +73,7 @@ class LockedMemory(Generic[U]):
     #: For an agent writer: the gate's answer (the run's quota used so far).
     auth: MemoryWriteAuthorization | None = None
     identity: RunIdentity | None = None
-    published: list[MemoryVersion] = field(default_factory=list)
+    published: list[NewVersion] = field(default_factory=list)
 
     async def agent_provenance(self, tool_call_id: str | None) -> Provenance:
         """The run, thread and tool call of this agent write; the asking user message (the
@@ -95,7 +95,7 @@ class LockedMemory(Generic[U]):
         provenance: Provenance = NO_PROVENANCE,
         target_version_id: str | None = None,
         quota: Quota | None = None,
-    ) -> MemoryVersion:
+    ) -> NewVersion:
         """Record the version (counting ``quota`` in the same statement), then replace the file
         with ``result`` (``None`` deletes it).
 

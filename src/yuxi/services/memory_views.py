@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from yuxi.db.models import MemoryVersion
+from yuxi.repositories.memory_version_repository import NewVersion
 
 __all__ = [
     "EntrySource",
@@ -124,8 +125,11 @@ class MemoryChangeView:
     etag: str
 
 
-def version_view(row: MemoryVersion, titles: Mapping[str, str]) -> MemoryVersionView:
-    """``titles``: thread id → title of the threads that are still there."""
+def version_view(row: MemoryVersion | NewVersion, titles: Mapping[str, str]) -> MemoryVersionView:
+    """``titles``: thread id → title of the threads that are still there. ``row`` is a stored
+    version, or one the write path has just recorded."""
+    if row.created_at is None:
+        raise ValueError("a version that is not recorded yet has no view")
     available = row.thread_id is not None and row.thread_id in titles
     return MemoryVersionView(
         version_id=row.version_id,
