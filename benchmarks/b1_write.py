@@ -12,8 +12,9 @@ Variants, one call each per round, in a new order every round (``round_order``):
   with raw psycopg on one open connection (no pool, no ORM) and 3 round trips:
   ``BEGIN; SELECT pg_advisory_xact_lock(…)`` (one simple-protocol round trip) → in one worker
   thread: open the lock file, ``flock``, read MEMORY.md → append → one statement that inserts
-  the version row (the same columns ours writes: sha256 of old and new, the whole new content)
-  and counts the run's quota (``UPDATE agent_runs`` in a CTE) → in a second worker thread: the
+  the version row (the same columns ours writes: sha256 of old and new, the whole new content,
+  its ``seq`` and ``cum_bytes`` — counted in Python, not read from the newest row) and counts
+  the run's quota (``UPDATE agent_runs`` in a CTE) → in a second worker thread: the
   durable publish (temp + write + fsync + rename + dir fsync) → ``COMMIT`` (synchronous) →
   ``flock`` released. It does not check the run's lease, the switch, the version chain or
   retention, and looks up no asking message: those are what ours adds on top;
@@ -93,9 +94,9 @@ WITH counted AS (
     WHERE id = %(run_id)s
 )
 INSERT INTO memory_versions (version_id, uid, actor, kind, run_id, thread_id, tool_call_id,
-    sha256, size, parent_sha256, content)
+    sha256, size, parent_sha256, content, seq, cum_bytes)
 VALUES (%(version_id)s, %(uid)s, 'agent', 'add', %(run_id)s, %(thread_id)s, %(tool_call_id)s,
-    %(sha256)s, %(size)s, %(parent_sha256)s, %(content)s)
+    %(sha256)s, %(size)s, %(parent_sha256)s, %(content)s, %(seq)s, %(cum_bytes)s)
 """
 
 
@@ -229,6 +230,8 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         if result.get("status") != "updated":
             failures["diag_ours_pre_ping"] += 1
 
+    floor_totals = [0, 0]  # the floor's versions: how many, their bytes
+
     async def floor(r: int) -> None:
         conn = floor_conn
         await conn.execute(floor_begin_lock.encode())
@@ -249,10 +252,15 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
                         "parent_sha256": hashlib.sha256(current).hexdigest(),
                         "content": data.decode("utf-8"),
                         "added": len(fact(r).encode("utf-8")),
+                        # The numbering ours reads from the newest row, kept here for free.
+                        "seq": floor_totals[0] + 1,
+                        "cum_bytes": floor_totals[1] + len(data),
                     },
                 )
                 await asyncio.to_thread(durable_publish, floor_path, data)
                 await conn.execute("COMMIT")
+                floor_totals[0] += 1
+                floor_totals[1] += len(data)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)

@@ -323,6 +323,11 @@ class MemoryVersion(Base):
     parent_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
     #: The whole file after this change ("" after a delete).
     content: Mapped[str] = mapped_column(Text, nullable=False)
+    #: This version's place in its user's history: the newest version's ``seq`` + 1.
+    seq: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    #: ``size`` summed over the user's versions up to this one, pruned ones included: the bytes
+    #: of a newest-first run of versions are a difference of two of these (retention, O(1)).
+    cum_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
     __table_args__ = (
         CheckConstraint(_in("actor", MEMORY_VERSION_ACTORS), name="actor"),

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Integer, String, Text, bindparam, insert, select, text
+from sqlalchemy import BigInteger, Integer, String, Text, bindparam, select, text
 
 from yuxi.db.driver_statements import DriverStatement, Executor
 from yuxi.db.models import MemoryVersion
@@ -62,9 +62,11 @@ _S = String()
 _RECORD_STATEMENT = text(
     """
 WITH newest AS (
-    SELECT sha256 FROM memory_versions WHERE uid = :uid ORDER BY id DESC LIMIT 1
+    SELECT sha256, seq, cum_bytes FROM memory_versions WHERE uid = :uid ORDER BY id DESC LIMIT 1
 ), fits AS (
-    SELECT COALESCE((SELECT sha256 FROM newest), :empty_sha256) = :parent_sha256 AS ok
+    SELECT COALESCE((SELECT sha256 FROM newest), :empty_sha256) = :parent_sha256 AS ok,
+        COALESCE((SELECT seq FROM newest), 0) + 1 AS seq,
+        COALESCE((SELECT cum_bytes FROM newest), 0) + :size AS cum_bytes
 ), quota AS (
     UPDATE agent_runs
     SET memory_writes = memory_writes + 1, memory_write_bytes = memory_write_bytes + :quota_bytes
@@ -72,23 +74,25 @@ WITH newest AS (
     RETURNING 1
 ), added AS (
     INSERT INTO memory_versions (version_id, uid, actor, kind, run_id, thread_id, message_id,
-        tool_call_id, target_version_id, sha256, size, parent_sha256, content)
+        tool_call_id, target_version_id, sha256, size, parent_sha256, content, seq, cum_bytes)
     SELECT :version_id, :uid, :actor, :kind, :run_id, :thread_id,
         COALESCE(:message_id, (
             SELECT max(m.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id
             WHERE c.thread_id = :ask_thread AND c.uid = :uid AND m.uid = :uid AND m.role = 'user'
         )),
-        :tool_call_id, :target_version_id, :sha256, :size, :parent_sha256, :content
-    WHERE (SELECT ok FROM fits)
+        :tool_call_id, :target_version_id, :sha256, :size, :parent_sha256, :content,
+        fits.seq, fits.cum_bytes
+    FROM fits WHERE fits.ok
     RETURNING id, created_at, message_id
-), older AS (
-    SELECT id, sum(size) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS kept_bytes
-    FROM memory_versions WHERE uid = :uid ORDER BY id DESC LIMIT :older_kept
+), oldest_kept AS (
+    SELECT v.id FROM memory_versions v, fits
+    WHERE v.uid = :uid AND v.seq > fits.seq - :keep
+        AND v.cum_bytes - v.size >= fits.cum_bytes - :max_bytes
+    ORDER BY v.id LIMIT 1
 ), pruned AS (
     DELETE FROM memory_versions
-    WHERE uid = :uid AND (SELECT ok FROM fits) AND id < COALESCE(
-        (SELECT min(id) FROM older WHERE kept_bytes + :size <= :max_bytes),
-        9223372036854775807)
+    WHERE uid = :uid AND (SELECT ok FROM fits)
+        AND id < COALESCE((SELECT id FROM oldest_kept), 9223372036854775807)
     RETURNING 1
 )
 SELECT fits.ok AS fits, added.id, added.created_at, added.message_id,
@@ -116,10 +120,7 @@ FROM fits LEFT JOIN added ON true
     ),
     bindparam("content", type_=Text()),
     bindparam("message_id", type_=BigInteger()),
-    *(
-        bindparam(name, type_=Integer())
-        for name in ("size", "quota_bytes", "older_kept", "max_bytes")
-    ),
+    *(bindparam(name, type_=Integer()) for name in ("size", "quota_bytes", "keep", "max_bytes")),
 )
 _RECORD = DriverStatement(_RECORD_STATEMENT)
 
@@ -144,15 +145,23 @@ _ADDED_COLUMNS = (
     "parent_sha256",
     "content",
 )
+#: The ``recovered`` row of a gap repair: inserted as it is, numbered after the newest.
 _ADD = DriverStatement(
-    insert(MemoryVersion)
-    .values(
-        {
-            name: bindparam(name, type_=MemoryVersion.__table__.c[name].type)
-            for name in _ADDED_COLUMNS
-        }
+    text(
+        """
+WITH newest AS (
+    SELECT seq, cum_bytes FROM memory_versions WHERE uid = :uid ORDER BY id DESC LIMIT 1
+)
+INSERT INTO memory_versions (version_id, uid, actor, kind, run_id, thread_id, message_id,
+    tool_call_id, target_version_id, sha256, size, parent_sha256, content, seq, cum_bytes)
+SELECT :version_id, :uid, :actor, :kind, :run_id, :thread_id, :message_id,
+    :tool_call_id, :target_version_id, :sha256, :size, :parent_sha256, :content,
+    COALESCE((SELECT seq FROM newest), 0) + 1, COALESCE((SELECT cum_bytes FROM newest), 0) + :size
+RETURNING id, created_at
+"""
+    ).bindparams(
+        *(bindparam(name, type_=MemoryVersion.__table__.c[name].type) for name in _ADDED_COLUMNS)
     )
-    .returning(MemoryVersion.id, MemoryVersion.created_at)
 )
 
 
@@ -178,10 +187,14 @@ class VersionWrites:
         * sets ``message_id`` to the newest user message of ``version.thread_id`` when it is
           an agent's write whose ``message_id`` is unset (the message that asked);
         * counts ``quota`` (one write of ``added_bytes``) on the run row;
-        * prunes as if run right after the insert: only the newest ``keep`` rows
-          stay, then the oldest go while their sizes sum to more than ``max_bytes``, the new
-          row never (the statement's snapshot does not see the row it inserts, so the older
-          rows are ranked from 2 and summed from the new row's size).
+        * numbers the row after the user's newest (``seq`` + 1, ``cum_bytes`` + ``size``);
+        * prunes as if run right after the insert: only the newest ``keep`` rows stay, then
+          the oldest go while their sizes sum to more than ``max_bytes``, the new row never.
+          Both rules keep a newest-first run, so an older row stays exactly when
+          ``seq > new seq - keep`` and ``cum_bytes - size >= new cum_bytes - max_bytes`` (the
+          bytes from it to the new row fit): the first such row by ``id`` is found from the
+          oldest up, and everything older goes — about two rows read, however many are kept.
+          (The statement's snapshot does not see the row it inserts, so it is never pruned.)
 
         Returns the row with ``id``, ``created_at`` and ``message_id`` set, or ``None`` — and
         then nothing was written — when the newest version is not ``version.parent_sha256``
@@ -205,7 +218,7 @@ class VersionWrites:
             "empty_sha256": EMPTY_SHA256,
             "quota_run": None if quota is None else quota.run_id,
             "quota_bytes": 0 if quota is None else quota.added_bytes,
-            "older_kept": max(keep - 1, 0),
+            "keep": keep,
             "max_bytes": max_bytes,
         }
         # On the driver connection: the hot path of every write (B1).
