@@ -26,9 +26,7 @@ def _seed(url: str) -> None:
                         "repeat('0', 64), %s, repeat('0', 64), '')",
                         (f"mv_{uid}_{n}", uid, sizes[n]),
                     )
-        conn.execute(
-            "DELETE FROM memory_versions WHERE version_id IN ('mv_mig_a_0', 'mv_mig_b_0')"
-        )
+        conn.execute("DELETE FROM memory_versions WHERE version_id IN ('mv_mig_a_0', 'mv_mig_b_0')")
 
 
 def _numbers(url: str) -> dict[str, list[tuple[int, int, int]]]:
