@@ -8,6 +8,7 @@ edits made outside Yuxi and limits changed between writes, and at the byte bound
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -41,7 +42,7 @@ def _numbered_in_order(rows: list[tuple[int, int, int]]) -> bool:
     """Consecutive ``seq`` and ``cum_bytes`` growing by each size: the run the rule reads."""
     return all(
         seq == prev_seq + 1 and cum == prev_cum + size
-        for (_, prev_seq, prev_cum), (size, seq, cum) in zip(rows, rows[1:], strict=False)
+        for (_, prev_seq, prev_cum), (size, seq, cum) in itertools.pairwise(rows)
     )
 
 
