@@ -1,5 +1,5 @@
-"""The memory write path's version statements: record a version, read the newest sha256, add a
-``recovered`` version — each one statement sent with psycopg (:class:`DriverStatement`), in a
+"""The memory write path's version statements: record a version (a ``recovered`` one too), read
+the newest sha256 — each one statement sent with psycopg (:class:`DriverStatement`), in a
 session's transaction or on a bare connection (:class:`~yuxi.services.unit_of_work.
 DriverUnitOfWork`, what an agent's ``remember_memory`` uses).
 
@@ -71,7 +71,6 @@ WITH newest AS (
     UPDATE agent_runs
     SET memory_writes = memory_writes + 1, memory_write_bytes = memory_write_bytes + :quota_bytes
     WHERE id = :quota_run AND (SELECT ok FROM fits)
-    RETURNING 1
 ), added AS (
     INSERT INTO memory_versions (version_id, uid, actor, kind, run_id, thread_id, message_id,
         tool_call_id, target_version_id, sha256, size, parent_sha256, content, seq, cum_bytes)
@@ -93,10 +92,8 @@ WITH newest AS (
     DELETE FROM memory_versions
     WHERE uid = :uid AND (SELECT ok FROM fits)
         AND id < COALESCE((SELECT id FROM oldest_kept), 9223372036854775807)
-    RETURNING 1
 )
-SELECT fits.ok AS fits, added.id, added.created_at, added.message_id,
-    (SELECT count(*) FROM pruned) AS pruned, (SELECT count(*) FROM quota) AS counted
+SELECT fits.ok AS fits, added.id, added.created_at, added.message_id
 FROM fits LEFT JOIN added ON true
 """
 ).bindparams(
@@ -130,53 +127,11 @@ _NEWEST_SHA256 = DriverStatement(
     .order_by(MemoryVersion.id.desc())
     .limit(1)
 )
-_ADDED_COLUMNS = (
-    "version_id",
-    "uid",
-    "actor",
-    "kind",
-    "run_id",
-    "thread_id",
-    "message_id",
-    "tool_call_id",
-    "target_version_id",
-    "sha256",
-    "size",
-    "parent_sha256",
-    "content",
-)
-#: The ``recovered`` row of a gap repair: inserted as it is, numbered after the newest.
-_ADD = DriverStatement(
-    text(
-        """
-WITH newest AS (
-    SELECT seq, cum_bytes FROM memory_versions WHERE uid = :uid ORDER BY id DESC LIMIT 1
-)
-INSERT INTO memory_versions (version_id, uid, actor, kind, run_id, thread_id, message_id,
-    tool_call_id, target_version_id, sha256, size, parent_sha256, content, seq, cum_bytes)
-SELECT :version_id, :uid, :actor, :kind, :run_id, :thread_id, :message_id,
-    :tool_call_id, :target_version_id, :sha256, :size, :parent_sha256, :content,
-    COALESCE((SELECT seq FROM newest), 0) + 1, COALESCE((SELECT cum_bytes FROM newest), 0) + :size
-RETURNING id, created_at
-"""
-    ).bindparams(
-        *(bindparam(name, type_=MemoryVersion.__table__.c[name].type) for name in _ADDED_COLUMNS)
-    )
-)
 
 
 class VersionWrites:
     def __init__(self, executor: Executor) -> None:
         self._executor = executor
-
-    async def add(self, version: NewVersion) -> NewVersion:
-        """Insert ``version`` as it is (no gap check: the gap repair's ``recovered`` row);
-        returns it with ``id`` and ``created_at`` set."""
-        row = await _ADD.first(
-            self._executor, {name: getattr(version, name) for name in _ADDED_COLUMNS}
-        )
-        version.id, version.created_at = row.id, row.created_at
-        return version
 
     async def record(
         self, version: NewVersion, *, keep: int, max_bytes: int, quota: Quota | None = None

@@ -56,9 +56,6 @@ class MemoryVersionRepository:
 
     # -- the write path (one definition: :class:`VersionWrites`) ---------------------------
 
-    async def add(self, version: NewVersion) -> NewVersion:
-        return await VersionWrites(self.session).add(version)
-
     async def record(
         self, version: NewVersion, *, keep: int, max_bytes: int, quota: Quota | None = None
     ) -> NewVersion | None:

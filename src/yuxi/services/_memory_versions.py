@@ -106,8 +106,10 @@ async def record_change(
 
     The steady state is one statement (:meth:`MemoryVersionRepository.record`): it inserts only
     if the newest version is ``current``. If it is not (the history fell behind the file), the
-    file as it is on disk is recorded first as ``system`` / ``recovered`` and the statement is
-    run again.
+    file as it is on disk is recorded first as ``system`` / ``recovered`` (by the same
+    statement: its parent is the newest version, so it fits) and the statement is run again.
+    Pruning after each of the two inserts keeps exactly what pruning once after both would: the
+    versions the second keeps are a newest-first run the first kept too.
     """
     repo = uow.memory_versions
     version = NewVersion(
@@ -125,12 +127,12 @@ async def record_change(
         parent_sha256=current.sha256,
         content=result.decode("utf-8"),
     )
-    limits = {"keep": MEMORY_VERSIONS_KEEP, "max_bytes": MEMORY_VERSIONS_MAX_BYTES}
-    recorded = await repo.record(version, quota=quota, **limits)
+    keep, max_bytes = MEMORY_VERSIONS_KEEP, MEMORY_VERSIONS_MAX_BYTES
+    recorded = await repo.record(version, keep=keep, max_bytes=max_bytes, quota=quota)
     if recorded is not None:
         return recorded
     known = await repo.newest_sha256(uid) or EMPTY_SHA256
-    await repo.add(
+    recovered = await repo.record(
         NewVersion(
             version_id=new_version_id(),
             uid=uid,
@@ -140,8 +142,11 @@ async def record_change(
             size=len(current.data),
             parent_sha256=known,
             content=current.recordable_text(),
-        )
+        ),
+        keep=keep,
+        max_bytes=max_bytes,
     )
-    recorded = await repo.record(version, quota=quota, **limits)
+    assert recovered is not None, "its parent is the newest version, read under the lock"
+    recorded = await repo.record(version, keep=keep, max_bytes=max_bytes, quota=quota)
     assert recorded is not None, "the recovered version is the newest under the lock"
     return recorded
