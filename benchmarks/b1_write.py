@@ -66,6 +66,7 @@ from yuxi.workspace.filesystem import MEMORY_PATH
 
 from ._env import APP_PG_OPTIONS, BenchEnv
 from ._fixtures import (
+    Identity,
     durable_publish,
     make_claimed_run,
     make_user,
@@ -74,7 +75,7 @@ from ._fixtures import (
     restore_memory_quota,
     write_plain,
 )
-from ._runner import interleave
+from ._runner import Op, interleave
 from ._stats import ratio, summarize
 
 GOAL_OURS_OVER_FLOOR_P50 = 1.3
@@ -210,25 +211,21 @@ async def run_b1(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
         for path in (floor_path, naive_path, unversioned_path):
             await asyncio.to_thread(write_plain, path, base)
 
-    async def ours(r: int) -> None:
-        result, _ = await tool_outcome(lambda: memory.remember_memory(ident, fact(r)))
-        if result.get("status") != "updated":
-            failures["ours"] += 1
+    def remembering(name: str, service: MemoryService, identity: Identity) -> Op:
+        """``remember_memory`` of round ``r``'s fact through the tool boundary; a result that
+        is not ``updated`` counts as a failure of ``name``."""
 
-    async def diag_ours_again(r: int) -> None:
-        result, _ = await tool_outcome(lambda: memory.remember_memory(again_ident, fact(r)))
-        if result.get("status") != "updated":
-            failures["diag_ours_again"] += 1
+        async def call(r: int) -> None:
+            result, _ = await tool_outcome(lambda: service.remember_memory(identity, fact(r)))
+            if result.get("status") != "updated":
+                failures[name] += 1
 
-    async def diag_ours_async_commit(r: int) -> None:
-        result, _ = await tool_outcome(lambda: async_memory.remember_memory(async_ident, fact(r)))
-        if result.get("status") != "updated":
-            failures["diag_ours_async_commit"] += 1
+        return call
 
-    async def diag_ours_pre_ping(r: int) -> None:
-        result, _ = await tool_outcome(lambda: ping_memory.remember_memory(ping_ident, fact(r)))
-        if result.get("status") != "updated":
-            failures["diag_ours_pre_ping"] += 1
+    ours = remembering("ours", memory, ident)
+    diag_ours_again = remembering("diag_ours_again", memory, again_ident)
+    diag_ours_async_commit = remembering("diag_ours_async_commit", async_memory, async_ident)
+    diag_ours_pre_ping = remembering("diag_ours_pre_ping", ping_memory, ping_ident)
 
     floor_totals = [0, 0]  # the floor's versions: how many, their bytes
 
