@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator, Callable
 
 import psycopg
@@ -81,6 +82,19 @@ async def _notify(container: Container, channel: str, payload: str) -> None:
         await conn.commit()
 
 
+async def _all_delivered(container: Container, hub: Notifications) -> None:
+    """Return once ``hub`` has dispatched every notification committed before this call.
+
+    PostgreSQL delivers notifications to a listener in commit order and the hub dispatches
+    them in that order, so once a marker sent now has reached its subscriber, anything an
+    earlier commit notified has been dispatched too. A test that shows that something was
+    *not* notified waits here first, instead of sleeping and hoping."""
+    marker = f"marker-{uuid.uuid4().hex}"
+    with hub.subscribe(RUN_CANCEL, marker) as seen:
+        await _notify(container, RUN_CANCEL, marker)
+        assert await seen.wait(SETTLE_SECONDS), "the marker notification never arrived"
+
+
 async def test_a_pending_run_wakes_an_idle_worker_without_its_poll(container: Container) -> None:
     uid = await make_user(container)
     async with (
@@ -135,10 +149,16 @@ async def test_a_notification_lost_while_the_listener_is_down_only_delays(
                 await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
                 await admin.commit()
             await _until("the listener to notice the kill", lambda: not hub.stats.connected)
-            run_id = await _submit(container, uid)
-            await asyncio.sleep(0.5)
+            async with open_notifications(container) as witness:
+                with witness.subscribe(RUN_PENDING) as sent:
+                    run_id = await _submit(container, uid)
+                    # The run's notification was really sent: a listener that was up heard it.
+                    assert await sent.wait(SETTLE_SECONDS)
+            # Ours was down (its reconnect waits at the gate), so it was lost for good ...
+            assert not hub.stats.connected and connects == 1
             chat = container.services.chat
-            assert (await chat.get_run(uid, run_id)).status == "pending"  # nobody heard it
+            assert (await chat.get_run(uid, run_id)).status == "pending"  # ... nobody heard it
+            assert worker.idle and worker.stats.woken == 0 and worker.stats.claimed == 0
             gate.set()
             assert await _settled(container, uid, run_id) == "completed"
             assert hub.stats.reconnects == 1 and connects == 2
@@ -158,9 +178,10 @@ async def test_forged_and_foreign_payloads_wake_nobody_else_and_never_break_the_
             await _notify(container, RUN_EVENTS, payload)
         await _notify(container, RUN_EVENTS, "run-b")  # somebody else's run
         await _notify(container, "yuxi_not_ours", "run-a")  # a channel we do not listen on
-        await _until("five notifications", lambda: hub.stats.received >= 5)
+        await _all_delivered(container, hub)  # the marker is the sixth one received
+        assert hub.stats.received == 6  # the foreign channel's never came: nobody listens
         assert hub.stats.ignored == 4
-        assert not await mine.wait(0.2)
+        assert not await mine.wait(0)
         assert not await pending.wait(0) and not await revoked.wait(0)
         # still listening, and a real id wakes exactly its subscriber
         await _notify(container, RUN_EVENTS, "run-a")
@@ -179,8 +200,9 @@ async def test_a_forged_pending_notification_makes_a_worker_look_and_find_nothin
         running(container, hub, poll_seconds=NEVER) as worker,
     ):
         await _notify(container, RUN_PENDING, "00000000-0000-0000-0000-000000000000")
-        await _until("a wake-up", lambda: worker.stats.woken >= 1)
-        await asyncio.sleep(0.2)
+        # Woken, then idle again: ``woken`` counts before the look and ``idle`` is set only
+        # after it, so both together prove that the claim ran.
+        await _until("a look for work", lambda: worker.stats.woken >= 1 and worker.idle)
         assert worker.stats.claimed == 0
 
 
@@ -196,11 +218,13 @@ async def test_writes_notify_the_ids_they_touched(container: Container) -> None:
         cancels = hub.subscribe(RUN_CANCEL, run_id)
         await container.services.chat.cancel(issued.uid, run_id)  # pending → cancelled event
         assert await events.wait(SETTLE_SECONDS)
-        assert not await cancels.wait(0.2)  # a pending run has no worker to tell
+        await _all_delivered(container, hub)
+        assert not await cancels.wait(0)  # a pending run has no worker to tell
         revoked = hub.subscribe(TOKENS_REVOKED, issued.uid)
         assert await users.revoke_tokens(issued.uid)
         assert await revoked.wait(SETTLE_SECONDS)
-        assert not await pending.wait(0.2)  # a rolled-back or absent write notifies nothing
+        await _all_delivered(container, hub)
+        assert not await pending.wait(0)  # a cancel or a revocation wakes no worker
 
 
 async def test_a_cancel_request_reaches_the_running_worker_at_once(

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.waiting import until
 from yuxi.workspace import _lock
 from yuxi.workspace._lock import workspace_lock, workspace_lock_then
 
@@ -61,12 +62,24 @@ async def test_first_runs_under_the_flock_in_the_thread_that_took_it(
     assert not _held_elsewhere(tmp_path)
 
 
-async def test_a_lock_held_by_another_descriptor_is_waited_for(tmp_path: Path) -> None:
+async def test_a_lock_held_by_another_descriptor_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with workspace_lock(tmp_path, "ws"):
         pass  # creates the lock file
     other = os.open(_lock_path(tmp_path), os.O_RDWR)
     fcntl.flock(other, fcntl.LOCK_EX)
     ran = asyncio.Event()
+    refused = 0
+    original = _lock._try_lock
+
+    def counted(fd: int) -> bool:
+        nonlocal refused
+        taken = original(fd)
+        refused += not taken
+        return taken
+
+    monkeypatch.setattr(_lock, "_try_lock", counted)
 
     async def writer() -> None:
         async with workspace_lock_then(tmp_path, "ws", lambda: "second hop") as value:
@@ -74,7 +87,8 @@ async def test_a_lock_held_by_another_descriptor_is_waited_for(tmp_path: Path) -
             ran.set()
 
     task = asyncio.ensure_future(writer())
-    await asyncio.sleep(0.2)
+    # Refused in the worker thread, then again by the waiting loop: the writer tried and waits.
+    await until("the writer to find the flock taken twice", lambda: refused >= 2, within=5)
     assert not ran.is_set(), "entered while another descriptor held the flock"
     fcntl.flock(other, fcntl.LOCK_UN)
     os.close(other)
