@@ -46,8 +46,8 @@ def ping_idle_connections(
     """Ping a pooled connection on checkout only when it sat idle longer than ``after_seconds``.
 
     SQLAlchemy's ``pool_pre_ping`` pings on *every* checkout: ``SELECT 1`` (psycopg sends
-    ``BEGIN`` before it), a round trip that made a memory write 8 % slower at p50 (B1,
-    ``diag_ours_pre_ping/ours``).
+    ``BEGIN`` before it), one more round trip on every unit of work, which a memory write pays
+    measurably (``docs/performance.md``).
     A connection back in the pool moments ago is almost surely alive. What this guarantees and
     what it does not:
 

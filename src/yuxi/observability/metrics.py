@@ -129,7 +129,7 @@ class Metrics:
         # Known series start at zero, so a rate() has a baseline from the first scrape on.
         for status in RUN_STATUSES:
             self.run_duration.labels(status=status)
-        # Each series resolved once: remember_memory counts every call (benchmark B1).
+        # Each series resolved once, not per call: remember_memory counts every call it answers.
         self._memory_write_counts = {
             result: self.memory_writes.labels(result=result) for result in MEMORY_WRITE_STATUSES
         }

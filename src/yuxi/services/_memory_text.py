@@ -93,7 +93,7 @@ def find_whole_lines(base: str, content: str) -> tuple[int, int] | None:
     if not needle:
         return None
     # Necessary conditions first, cheapest first (a new fact, the common case, fails one and no
-    # line needs normalising one by one; benchmark B1): every word of the content occurs in the
+    # line needs normalising one by one): every word of the content occurs in the
     # file; the content's lines, joined by one space, occur in the file with its whitespace
     # collapsed (every line break str.splitlines knows is whitespace to str.split).
     if not all(word in base for line in needle for word in line.split(" ")):

@@ -60,7 +60,7 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=4096)  # pathlib joins cost ~10 µs; every memory write asks
+@functools.lru_cache(maxsize=4096)  # pathlib joins are slow next to a lookup; every write asks
 def _lock_path(workspace_root: Path, workspace_dir_name: str) -> Path:
     return workspace_root / ".locks" / f"{workspace_dir_name}.lock"
 

@@ -113,7 +113,7 @@ class StagedFile:
     of :meth:`publish_sync` and :meth:`discard_sync` must follow; either closes the directory.
 
     Why: the memory write path stages the file while the database records the version, and
-    publishes (rename + directory fsync) only once the record is in (benchmark B1).
+    publishes (rename + directory fsync) only once the record is in, so the two overlap.
     """
 
     __slots__ = ("_dir_fd", "_display", "_name", "_temp_name")

@@ -3,8 +3,8 @@
 Every run gets its own tool objects: each closes over the run's identity, workspace and ports,
 so a tool can never act for another run. Built naively (``StructuredTool.from_function``) each
 of those objects would also get its own pydantic argument model and tool-call model, generated
-from the same function signature again and again: measured with cProfile, that schema work was
-about half the CPU of a whole chat run with the offline model (benchmark B6).
+from the same function signature again and again; a profile of chat runs with the offline
+model showed that schema work as the largest part of a run's CPU (``docs/performance.md``).
 
 The schemas depend only on the function's signature, never on what it closes over, so they are
 kept per code object (every run's closure of one tool function shares its code object) and per

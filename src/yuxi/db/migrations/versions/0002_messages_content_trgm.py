@@ -3,7 +3,7 @@
 ``search_thread_messages`` is a literal ``ILIKE '%q%'`` over the caller's visible messages. With
 the ``(uid, id DESC)`` btree alone its cost grows with the user's history (a miss reads every
 row of the user); a ``gin_trgm_ops`` index lets PostgreSQL find candidate rows for any query of
-3 or more characters directly (benchmark B4). It is an index on the existing table, not a new
+3 or more characters directly. It is an index on the existing table, not a new
 store: results are identical with or without it.
 
 Where the server has no ``pg_trgm`` (the embedded PostgreSQL 16 of earlier releases), or the

@@ -2,7 +2,7 @@
 
 0002's global ``gin_trgm_ops`` index on ``content`` finds the candidate rows of *every* user and
 only then filters by ``uid``: a term common across users but rare (or absent) for the caller
-costs as much as the whole table's matches (benchmark B4). With ``btree_gin`` the owner becomes
+costs as much as the whole table's matches. With ``btree_gin`` the owner becomes
 a key of the same GIN index, so the scan intersects the caller's posting list with the
 trigrams' inside the index and its cost follows the caller's matches, not the table's.
 

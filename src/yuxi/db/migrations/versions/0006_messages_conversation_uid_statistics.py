@@ -2,13 +2,13 @@
 
 Every history read filters one thread's messages by both ``conversation_id`` and the caller's
 ``uid`` (the owner is checked twice, on purpose). Without this PostgreSQL multiplies the two
-selectivities as if they were independent, so for a user owning 1 % of the table it expects
-1 % of the thread's rows: a 2,000-message thread looked like 15 rows, and reading 19 of them
-fetched and sorted the whole thread instead of walking ``(conversation_id, id)`` and stopping
-(benchmark B4, ``read_latest`` / ``read_anchored`` at 10M rows). A functional-dependency
-statistic tells the planner the second filter removes nothing.
+selectivities as if they were independent, so for a user owning a small share of the table
+it expects that share of the thread's rows: a long thread looked like a handful of rows, and a
+read of a window fetched and sorted the whole thread instead of walking
+``(conversation_id, id)`` and stopping. A functional-dependency statistic tells the planner
+the second filter removes nothing (what it bought: ``docs/performance.md``).
 
-``ANALYZE messages`` fills it now (a sample of the table, seconds even at 10M rows) instead of
+``ANALYZE messages`` fills it now (a sample of the table, quick even on a large one) instead of
 at the next autovacuum. Running the migration twice is harmless (``IF NOT EXISTS``).
 
 Revision ID: 0006
