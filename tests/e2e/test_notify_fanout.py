@@ -18,7 +18,7 @@ from sqlalchemy import text
 from tests.fixtures_server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 
-from .sse import read_events
+from .sse import iter_events, read_events
 
 #: Only keeps a broken build from hanging the suite (the wait itself would take 120 s).
 GIVE_UP_SECONDS = 60.0
@@ -95,18 +95,33 @@ async def test_a_stream_ends_on_revocation_and_on_expiry_without_the_poll(
         assert run.json()["status"] == "pending", run.text
         run_id = run.json()["run_id"]
 
-    async def follow(token: str) -> int:
-        async with httpx.AsyncClient(
-            base_url=server.base_url,
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=httpx.Timeout(30.0, read=None),
-        ) as c:
-            return len(await read_events(c, run_id))
+    async def follow(token: str, opened: asyncio.Event) -> int:
+        """The events of one stream; ``opened`` is set once its first event arrived (the
+        stream is then watched: the server registers it before its first read)."""
+        count = 0
+        async with (
+            httpx.AsyncClient(
+                base_url=server.base_url,
+                headers={"Authorization": f"Bearer {token}", "Accept": "text/event-stream"},
+                timeout=httpx.Timeout(30.0, read=None),
+            ) as c,
+            c.stream("GET", f"/api/v1/runs/{run_id}/events") as resp,
+        ):
+            assert resp.status_code == 200, await resp.aread()
+            async for _ in iter_events(resp):
+                count += 1
+                opened.set()
+        return count
 
-    revoked = asyncio.create_task(follow(revoked_token))
-    expiring = asyncio.create_task(follow(expiring_token))
+    revoked_open, expiring_open = asyncio.Event(), asyncio.Event()
+    revoked = asyncio.create_task(follow(revoked_token, revoked_open))
+    expiring = asyncio.create_task(follow(expiring_token, expiring_open))
     try:
-        await asyncio.sleep(0.5)
+        # Both streams are open and watched before the revocation, so what ends them below
+        # is the revocation's notification and the expiry, nothing that came before.
+        await asyncio.wait_for(
+            asyncio.gather(revoked_open.wait(), expiring_open.wait()), GIVE_UP_SECONDS
+        )
         assert not revoked.done()
         assert await users.revoke_tokens(uid, await _token_id(container, uid, revoked_token))
         assert await asyncio.wait_for(revoked, GIVE_UP_SECONDS) > 0

@@ -7,7 +7,9 @@ import json
 from dataclasses import replace
 
 import pytest
+from sqlalchemy import text
 
+from tests.waiting import until
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.runtime.executor import RunExecutor
 from yuxi.runtime.worker import Worker
@@ -202,8 +204,24 @@ async def test_heartbeat_keeps_a_long_run_alive(
     _use_lease(container, 1.0, 0.2)
     real = RunExecutor.execute
 
+    async def lease_past(at: object) -> bool:
+        """Whether the database clock is a whole lease past ``at``."""
+        async with container.session_factory() as s:
+            found = await s.execute(
+                text("SELECT now() > CAST(:at AS timestamptz) + interval '1 second'"), {"at": at}
+            )
+            return bool(found.scalar_one())
+
     async def slow(self: RunExecutor, claimed: ClaimedRun) -> None:
-        await asyncio.sleep(2.5)  # > 2 leases: only renewals keep it ours
+        run_id = claimed.identity.run_id
+        async with container.session_factory() as s:
+            found = await s.execute(
+                text("SELECT lease_expires_at FROM agent_runs WHERE id = :id"), {"id": run_id}
+            )
+            first_lease = found.scalar_one()
+        # Work on until the first lease has run out and a whole lease more (by the database's
+        # clock, which decides): only renewals can have kept the run ours.
+        await until("two leases to pass", lambda: lease_past(first_lease), within=30)
         await real(self, claimed)
 
     monkeypatch.setattr(RunExecutor, "execute", slow)
@@ -222,7 +240,7 @@ async def test_a_worker_that_loses_its_lease_stops_and_cannot_finish(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _use_lease(container, 5.0, 0.2)
-    reached_end: list[bool] = []
+    cancelled = asyncio.Event()
 
     async def stalls(self: RunExecutor, claimed: ClaimedRun) -> None:
         # Someone else takes the run over while we work (e.g. our lease was reconciled).
@@ -231,8 +249,11 @@ async def test_a_worker_that_loses_its_lease_stops_and_cannot_finish(
             "UPDATE agent_runs SET worker_id = 'w_thief' WHERE id = :id",
             id=claimed.identity.run_id,
         )
-        await asyncio.sleep(3)
-        reached_end.append(True)
+        try:
+            await asyncio.Event().wait()  # works forever: only a cancel ends it
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
 
     monkeypatch.setattr(RunExecutor, "execute", stalls)
     uid = await make_user(container)
@@ -241,8 +262,8 @@ async def test_a_worker_that_loses_its_lease_stops_and_cannot_finish(
     run, _ = await chat.submit(uid, thread, "hello")
     async with open_agent_runtime(container) as runtime:
         w = build_worker(container, runtime)
-        assert await w.run_once()
-    assert reached_end == []  # cancelled by the heartbeat, well before the end
+        assert await asyncio.wait_for(w.run_once(), 30)
+    assert cancelled.is_set()  # the heartbeat found the lease gone and cancelled the work
     assert w.stats.lost == 1
     final = await chat.get_run(uid, run.id)
     assert final.status == "running" and final.finished_at is None  # not ours to finish

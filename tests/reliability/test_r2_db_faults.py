@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import psycopg
 import pytest
 
 from tests.integration.factories import make_run, make_user, memory_file, remember
+from tests.waiting import until
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.migrate import upgrade_sync
 from yuxi.identity import RunIdentity
@@ -235,6 +237,10 @@ async def _stream(
             refused_after_down += 1
 
 
+def _has_landed(outcomes: Counter[str]) -> Callable[[], bool]:
+    return lambda: outcomes["updated"] > 0
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -269,7 +275,8 @@ async def test_server_stopped_during_writes_then_restarted() -> None:
             writer = asyncio.create_task(
                 _stream(container, run, ledger, f"r2b c{cycle} stream", server_down, in_stream)
             )
-            await asyncio.sleep(0.3)
+            # The server goes down under a writer that is really writing.
+            await until("the writer to land a write", _has_landed(in_stream), within=60)
             assert await _pg("stop", pgdata) == "stopped"
             server_down.set()
             await asyncio.wait_for(writer, timeout=60)
