@@ -1,6 +1,6 @@
 """R2 database faults: connections terminated and the server stopped while memory is written.
 
-Contract (DESIGN.md §4): ``remember_memory`` never raises for a storage failure; it answers
+Contract (design.md §5.5): ``remember_memory`` never raises for a storage failure; it answers
 ``storage_unavailable`` and changes nothing it reports as unchanged. A write whose transaction
 dies *after* its publish (the commit is the last step) may have reached the file even though it
 reports ``storage_unavailable`` — so such an entry must be absent or present exactly once, and a

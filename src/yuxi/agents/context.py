@@ -2,7 +2,7 @@
 
 :func:`build_agent_input_context` is used by chat, resume, the agent-state view and SubAgents.
 It never reads ``agents/MEMORY.md``: long-term memory reaches only the top-level chat agent, and
-only through :mod:`yuxi.agents.middlewares.memory` (DESIGN.md §2).
+only through :mod:`yuxi.agents.middlewares.memory` (design.md §2, §4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Atomic publish of a file inside an already-opened, symlink-free directory (DESIGN.md §4).
+"""Atomic publish of a file inside an already-opened, symlink-free directory (design.md §5.6).
 
 Every call into the OS goes through the ``os`` module attribute (``os.open``, ``os.write``,
 ``os.fsync``, ``os.rename``, ``os.unlink``) so tests can inject failures at each step.

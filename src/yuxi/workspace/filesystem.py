@@ -204,7 +204,7 @@ class Workspace:
     def replace_authorized_file_sync(self, path: str, data: bytes) -> None:
         """Atomically replace (or create) the regular file ``path`` with exactly ``data``.
 
-        Steps (DESIGN.md §4 "Publish"): open every directory on the path with
+        Steps (design.md §5.6 "Publish"): open every directory on the path with
         ``O_DIRECTORY|O_NOFOLLOW`` from its parent's fd, creating missing ones with mode 0700;
         refuse a target that is a symlink or not a regular file; create
         ``.<name>.<32 random hex>.tmp`` in the same directory with
@@ -234,7 +234,7 @@ class Workspace:
           and rename or cleanup: a ``.<name>.<hex>.tmp`` file may remain — see
           :meth:`cleanup_stale_temp_files`;
         * mutual exclusion: two concurrent publishers each publish atomically, the last rename
-          wins. Read-modify-write callers must hold the per-uid lock (DESIGN.md §4).
+          wins. Read-modify-write callers must hold the per-uid lock (design.md §5.3).
 
         Raises :class:`UnsafePath`, :class:`SymlinkRefused`, :class:`NotARegularFile`, or the
         :class:`OSError` of the step that failed (``ENOSPC``, ``EIO``, …).

@@ -1,6 +1,6 @@
 """Main-agent long-term memory: the low-trust memory prompt and the three memory tools.
 
-Owner of the memory prompt and tool assembly (DESIGN.md §2, §3). Only the chatbot graph calls
+Owner of the memory prompt and tool assembly (design.md §2, §4). Only the chatbot graph calls
 :func:`create_memory_middleware`, once per new run (chat or resume), after re-querying the
 user's ``enable_memory`` switch:
 

@@ -58,7 +58,7 @@ async def tool_outcome(call: Callable[[], Awaitable[ToolPayload]]) -> tuple[dict
         raise
     except YuxiError as exc:
         return error_payload(exc), True
-    except Exception:  # a tool never crashes the run (DESIGN.md §4)
+    except Exception:  # a tool never crashes the run (design.md §3)
         _log.exception("tool call failed unexpectedly")
         return error_payload(_UNEXPECTED), True
     return result.to_payload(), False
