@@ -12,10 +12,14 @@ RUN groupadd --system --gid 10001 yuxi \
     && useradd --system --uid 10001 --gid yuxi --home-dir /home/yuxi --create-home \
        --shell /usr/sbin/nologin yuxi
 
+# The serve lock first (exact versions with hashes: the same packages on every build), then the
+# project alone, built with the lock's setuptools. The lock layer is cached until the lock changes.
 WORKDIR /app
+COPY requirements/serve.txt ./requirements/serve.txt
+RUN pip install --require-hashes -r requirements/serve.txt
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN pip install . && rm -rf /app/src
+RUN pip install --no-deps --no-build-isolation . && rm -rf /app/src
 
 # The data directory: user workspaces (and, without YUXI_DATABASE_URL, the embedded PostgreSQL).
 # Created and owned by yuxi before VOLUME, so a fresh named volume starts with that owner.

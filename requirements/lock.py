@@ -90,15 +90,15 @@ def check(root: Path = ROOT) -> None:
     """Raise :class:`LockError` unless both locks exist, were made from ``root``'s
     ``pyproject.toml`` as it is now, and pin every package they share to the same version."""
     expected = dependency_digest(root / "pyproject.toml")
-    for name, relative in LOCKS.items():
-        lock = root / relative
-        if not lock.is_file():
+    for relative in LOCKS.values():
+        if not (root / relative).is_file():
             raise LockError(f"{relative} is missing: run `make lock`")
-        if recorded_digest(lock) != expected:
-            raise LockError(
-                f"{relative} no longer matches pyproject.toml's dependencies: run `make lock`"
-                f" (and commit the {name} lock with pyproject.toml)"
-            )
+    stale = [rel for rel in LOCKS.values() if recorded_digest(root / rel) != expected]
+    if stale:
+        raise LockError(
+            f"{' and '.join(stale)} no longer match pyproject.toml's dependencies:"
+            " run `make lock`, and commit the locks with pyproject.toml"
+        )
     serve, dev = (pins(root / LOCKS[name]) for name in ("serve", "dev"))
     differ = sorted(
         f"{name} {'/'.join(sorted(versions))}"

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import typer
 
+from yuxi import __version__
 from yuxi.api.access_log import redact_credentials
 from yuxi.bootstrap import Container, bootstrap, resolve_database_url
 from yuxi.db.embedded import EmbeddedPostgres
@@ -35,6 +36,26 @@ tokens_app = _typer("A user's API and browser session tokens: list, create, revo
 app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"yuxi {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Show the version and exit.",
+    ),
+) -> None:
+    pass
+
 
 T = TypeVar("T")
 

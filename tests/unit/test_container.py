@@ -1,21 +1,29 @@
 """The container files, checked without docker (issue 13): ``Dockerfile`` and ``compose.yaml``
 run only ``yuxi`` commands and options that exist, as a user that is not root, with the data
 directory as a volume shared by the API and the worker, on PostgreSQL 17 or newer, and set only
-``YUXI_*`` variables that are real settings (with valid values where they are literal)."""
+``YUXI_*`` variables that are real settings (with valid values where they are literal). The image
+installs the serve lock, and the one version (pyproject.toml's) is what ``yuxi --version`` and
+``/healthz`` show."""
 
 from __future__ import annotations
 
 import json
 import re
 import shlex
+import tomllib
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import typer.main
 import yaml
 from typer.testing import CliRunner
 
+import yuxi
+from yuxi.api.app import create_app
+from yuxi.bootstrap import bootstrap
 from yuxi.cli import app
 from yuxi.settings import Settings
 
@@ -164,6 +172,62 @@ def test_the_dockerfile_declares_the_data_dir_as_a_volume_and_sets_real_settings
         assert (ROOT / source).exists(), source
         assert source not in ignored, source
     assert {".git", ".venv", "tests"} <= set(ignored)
+
+
+def test_the_image_installs_the_serve_lock_then_the_project_alone() -> None:
+    steps = dockerfile_instructions(DOCKERFILE.read_text("utf-8"))
+    installs = [args for word, args in steps if word == "RUN" and "pip install" in args]
+    assert installs[0] == "pip install --require-hashes -r requirements/serve.txt"
+    assert installs[1].startswith("pip install --no-deps --no-build-isolation . ")
+    assert len(installs) == 2
+    copies = [args for word, args in steps if word == "COPY"]
+    assert copies[0] == "requirements/serve.txt ./requirements/serve.txt"
+    # the lock is copied and installed before the source, so its layer outlives a code change
+    order = [(word, args) for word, args in steps if word in ("COPY", "RUN")]
+    assert order.index(("RUN", installs[0])) < order.index(("COPY", "src ./src"))
+
+
+# -- the version -------------------------------------------------------------------------------
+
+
+def _pyproject_version() -> str:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    assert "version" not in project.get("dynamic", [])
+    value = project["version"]
+    assert isinstance(value, str)
+    return value
+
+
+def test_the_version_is_written_once_in_pyproject() -> None:
+    written = _pyproject_version()
+    assert yuxi.__version__ == version("yuxi") == written
+    literal = re.compile(rf"""["']{re.escape(written)}["']""")
+    copies = [p for p in (ROOT / "src").rglob("*.py") if literal.search(p.read_text("utf-8"))]
+    assert copies == []
+
+
+def test_yuxi_version_prints_the_version() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"yuxi {_pyproject_version()}\n"
+
+
+async def test_healthz_shows_the_version_without_asking_the_database(tmp_path: Path) -> None:
+    # nothing listens on port 1: a request that asked the database would fail
+    container = await bootstrap(
+        Settings(database_url="postgresql://yuxi@127.0.0.1:1/yuxi", data_dir=tmp_path / "data")
+    )
+    transport = httpx.ASGITransport(app=create_app(container, workers=0))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            health = await client.get("/healthz")
+            assert health.status_code == 200
+            assert health.json() == {"status": "ok", "version": _pyproject_version()}
+            assert (await client.get("/readyz")).status_code == 503
+            schema = (await client.get("/openapi.json")).json()
+            assert schema["info"]["version"] == _pyproject_version()
+    finally:
+        await container.aclose()
 
 
 # -- compose.yaml ------------------------------------------------------------------------------

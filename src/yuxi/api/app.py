@@ -15,6 +15,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from yuxi import __version__
 from yuxi.api import (
     routes_files,
     routes_me,
@@ -103,7 +104,7 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
 
     app = FastAPI(
         title="Yuxi Memory",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         openapi_url="/openapi.json",
     )
@@ -114,8 +115,8 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:
-        """Liveness: the process answers (the database is not asked)."""
-        return {"status": "ok"}
+        """Liveness: the process answers (the database is not asked), and its version."""
+        return {"status": "ok", "version": __version__}
 
     @app.get(
         "/readyz",
