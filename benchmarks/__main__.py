@@ -1,6 +1,6 @@
 """``python -m benchmarks [--quick] [--out DIR] [--scale quick|full|N,N,...] [--only B1,B4] ...``
 
-Runs B1–B6 on one PostgreSQL (``YUXI_BENCH_DATABASE_URL`` / ``--database-url``, else an
+Runs B1–B7 on one PostgreSQL (``YUXI_BENCH_DATABASE_URL`` / ``--database-url``, else an
 embedded server in a fresh temp directory) and writes ``report.json``, ``report.md`` and
 ``b2_latency_vs_concurrency.png`` into ``--out`` (default ``bench-results/``).
 """
@@ -45,7 +45,7 @@ PLANS = {
     "quick": Plan(300, 10, 8, 1, 600, 20, "quick", 30, 2, 2.0, 20, 3, 10.0),
     "full": Plan(1000, 30, 25, 3, 2000, 50, "full", 60, 2, 15.0, 100, 10, 30.0),
 }
-ALL = ("B1", "B2", "B3", "B4", "B5", "B6")
+ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7")
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -81,6 +81,8 @@ async def _main(args: argparse.Namespace, argv: list[str]) -> int:
     from .b4_history import parse_scale, run_b4
     from .b5_context import run_b5
     from .b6_runtime import run_b6
+    from .b7_recall import SIZES as B7_SIZES
+    from .b7_recall import run_b7
 
     mode = "quick" if args.quick else "full"
     plan = PLANS[mode]
@@ -124,6 +126,7 @@ async def _main(args: argparse.Namespace, argv: list[str]) -> int:
                 env, rounds=plan.b6_rounds, warmup=plan.b6_warmup, idle_seconds=plan.b6_idle_s
             ),
         ),
+        ("B7", lambda: run_b7(env, **B7_SIZES[mode], seed=args.seed)),
     ]
     try:
         for name, step in steps:

@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ._b7_report import md_b7
+
 CHART_NAME = "b2_latency_vs_concurrency.png"
 
 
@@ -539,6 +541,8 @@ def write_markdown(report: dict[str, Any], out: Path) -> Path:
         lines += _md_b5(sections["b5"])
     if "b6" in sections:
         lines += _md_b6(sections["b6"])
+    if "b7" in sections:
+        lines += md_b7(sections["b7"])
     errors = report.get("errors") or {}
     if errors:
         lines += ["## Errors", ""] + [f"- {k}: `{v}`" for k, v in errors.items()] + [""]
