@@ -20,7 +20,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK_TOOL = ROOT / "requirements" / "lock.py"
-TARGETS = ["run", "test", "check", "unit", "integration", "e2e", "browser", "soak", "bench"]
+TARGETS = [
+    "run",
+    "test",
+    "check",
+    "format",
+    "unit",
+    "integration",
+    "e2e",
+    "browser",
+    "soak",
+    "bench",
+]
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make on PATH")
 
