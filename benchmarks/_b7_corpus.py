@@ -234,7 +234,7 @@ def _check(ok: bool, what: str) -> None:
 
 def _facts(b: _UserBuilder) -> None:
     rng = b.rng
-    for spec in b.lang.facts:
+    for spec in (s for s in b.lang.facts for _ in range(s.repeat)):
         values = {slot: b.take(pool) for slot, pool in spec.slots.items()}
         answers = tuple(values[s] for s in spec.answer)
         text = rng.choice(spec.statements).format(**values)

@@ -83,6 +83,7 @@ FACTS = (
             "A friend is thinking about moving abroad, any tips on finding a flat in a new city?",
         ),
         "Family news",
+        repeat=2,
     ),
     FactSpec(
         "child_school",
@@ -102,6 +103,7 @@ FACTS = (
             "{kid} lost another glove on the way home, third one this winter.",
         ),
         "School start",
+        repeat=2,
     ),
     FactSpec(
         "allergy",
@@ -203,6 +205,7 @@ FACTS = (
             "Thursdays are so packed, I need to move something.",
         ),
         "Music lessons",
+        repeat=2,
     ),
     FactSpec(
         "anniversary",
@@ -263,6 +266,7 @@ FACTS = (
             "I watched a documentary about the {sight}, stunning footage.",
         ),
         "Travel plans",
+        repeat=2,
     ),
 )
 

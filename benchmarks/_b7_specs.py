@@ -27,6 +27,9 @@ class FactSpec:
     paraphrase: tuple[str, ...]  # questions sharing only some
     distractors: tuple[str, ...]  # other user lines sharing words, never the answer
     title: str
+    #: How many instances per user (> 1 only where every question names its instance, e.g.
+    #: the relative's name: two relatives who moved share most of their words).
+    repeat: int = 1
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ FACTS = (
             "有个朋友想搬去国外，你知道在新的城市怎么找房子吗？",
         ),
         "家里的消息",
+        repeat=2,
     ),
     FactSpec(
         "child_school",
@@ -80,6 +81,7 @@ FACTS = (
             "{kid}放学路上又把手套弄丢了，这个冬天第三只了。",
         ),
         "开学",
+        repeat=2,
     ),
     FactSpec(
         "allergy",
@@ -165,6 +167,7 @@ FACTS = (
             "周四太满了，得挪一个安排。",
         ),
         "学乐器",
+        repeat=2,
     ),
     FactSpec(
         "anniversary",
@@ -216,6 +219,7 @@ FACTS = (
             "看了部讲{sight}的纪录片，画面太美了。",
         ),
         "旅行计划",
+        repeat=2,
     ),
 )
 
