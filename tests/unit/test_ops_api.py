@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import yuxi
 from yuxi.api.app import create_app
 from yuxi.bootstrap import bootstrap
 from yuxi.observability.metrics import CONTENT_TYPE
@@ -90,7 +91,7 @@ async def test_readyz_is_503_while_the_database_does_not_answer_and_healthz_stay
         ready = await c.get("/readyz")
         assert ready.status_code == 503
         assert ready.json() == {"status": "unavailable", "database": "unavailable"}
-        assert (await c.get("/healthz")).json() == {"status": "ok"}
+        assert (await c.get("/healthz")).json() == {"status": "ok", "version": yuxi.__version__}
 
 
 def test_a_short_metrics_token_is_a_configuration_error() -> None:
