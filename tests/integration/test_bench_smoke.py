@@ -111,7 +111,7 @@ async def test_all_benchmarks_at_toy_scale_and_report(env: BenchEnv, tmp_path: P
     json_path = report.write_json(doc, out)
     md_path = report.write_markdown(doc, out)
     png_path = report.write_chart(results["b2"], out)
-    assert json.loads(json_path.read_text())["results"]["b1"]["goal"]["target"] == 1.3
+    assert json.loads(json_path.read_text())["results"]["b1"]["goal"]["target"] == 1.5
     md = md_path.read_text()
     for section in ("## B1", "## B2", "## B3", "## B4", "## B5", "ours/floor", "event loop ms"):
         assert section in md

@@ -1,23 +1,28 @@
-"""The new MEMORY.md is staged while its version is recorded (``LockedMemory.publish``), on real
-PostgreSQL: whatever fails or is cancelled in between, the file keeps its old bytes, no version
-or quota is committed, and no temp file is left behind."""
+"""Publishing a new MEMORY.md (``LockedMemory.publish``) on real PostgreSQL: the version is
+recorded first, the file replaced only once the record is in, and the block commits last.
+Whatever fails or is cancelled before the replacement, the file keeps its old bytes, no version
+or quota is committed and no temp file is left behind; a writer cancelled during the replacement
+lets go of the locks only once the file is replaced (the next write then records it)."""
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import QueuePool
 
 from tests.waiting import until
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
-from yuxi.repositories._memory_version_writes import VersionWrites
-from yuxi.services import _memory_publish
+from yuxi.repositories.memory_version_repository import MemoryVersionRepository
+from yuxi.workspace.filesystem import Workspace
 
 from .factories import make_run, make_user, memory_file, remember, sha256_of
 
@@ -48,16 +53,13 @@ async def _kept(container: Container, content: str) -> tuple[RunIdentity, Path, 
     return run, memory_file(container, uid), await _state(container, run)
 
 
-@pytest.fixture(params=["waits", "hands-back"])
-def verdict_wait(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The staging thread waits for the record's verdict, or (a slow database) hands the staged
-    file back at once and the writer publishes or discards it itself."""
-    if request.param == "hands-back":
-        monkeypatch.setattr(_memory_publish, "VERDICT_WAIT_SECONDS", 0.0)
-    return str(request.param)
+def _checked_out(container: Container) -> int:
+    pool = container.engine.sync_engine.pool
+    assert isinstance(pool, QueuePool)
+    return pool.checkedout()
 
 
-async def test_a_write_publishes_either_way(container: Container, verdict_wait: str) -> None:
+async def test_a_write_publishes_its_recorded_version(container: Container) -> None:
     uid = await make_user(container)
     run = await make_run(container, uid)
     result = await remember(container, run, "published 已发布")
@@ -69,36 +71,40 @@ async def test_a_write_publishes_either_way(container: Container, verdict_wait: 
     assert _temps(path) == []
 
 
-@pytest.mark.parametrize("staged_first", [True, False], ids=["staged-first", "record-first"])
-async def test_a_failed_record_discards_the_staged_file(
-    container: Container, monkeypatch: pytest.MonkeyPatch, staged_first: bool, verdict_wait: str
+async def test_a_failed_record_replaces_nothing(
+    container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run, path, before = await _kept(container, "kept 保留")
+    replaced: list[bytes] = []
+    real_replace = Workspace.replace_authorized_file_sync
 
-    async def failing_record(self: VersionWrites, *args: Any, **kwargs: Any) -> Any:
-        if staged_first:  # the temp is written and fsynced before the record fails
-            await until("the staged temp", lambda: _temps(path), within=10, poll=0.005)
+    def replace(self: Workspace, name: str, data: bytes) -> None:
+        replaced.append(data)
+        real_replace(self, name, data)
+
+    async def failing_record(self: MemoryVersionRepository, *args: Any, **kwargs: Any) -> Any:
         raise OperationalError("record", {}, Exception("connection lost"))
 
-    monkeypatch.setattr(VersionWrites, "record", failing_record)
+    monkeypatch.setattr(Workspace, "replace_authorized_file_sync", replace)
+    monkeypatch.setattr(MemoryVersionRepository, "record", failing_record)
     result = await remember(container, run, "never published 不发布")
     monkeypatch.undo()
     assert result["code"] == "storage_unavailable", result
-    await until("the staged temp to be removed", lambda: not _temps(path), within=10)
+    assert replaced == []
+    assert _temps(path) == []
     assert await _state(container, run) == before
-    assert "never published" not in path.read_text()
 
 
-async def test_a_failed_staging_commits_no_version(
+async def test_a_failed_replacement_commits_no_version(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The version was recorded (not committed) when the temp's fsync failed: it is rolled
     back with the quota count, and the file is untouched."""
     run, path, before = await _kept(container, "kept")
     recorded = asyncio.Event()
-    original = VersionWrites.record
+    original = MemoryVersionRepository.record
 
-    async def record(self: VersionWrites, *args: Any, **kwargs: Any) -> Any:
+    async def record(self: MemoryVersionRepository, *args: Any, **kwargs: Any) -> Any:
         version = await original(self, *args, **kwargs)
         recorded.set()
         return version
@@ -106,7 +112,7 @@ async def test_a_failed_staging_commits_no_version(
     def failing_fsync(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(VersionWrites, "record", record)
+    monkeypatch.setattr(MemoryVersionRepository, "record", record)
     monkeypatch.setattr(os, "fsync", failing_fsync)
     result = await remember(container, run, "lost to EIO")
     monkeypatch.undo()
@@ -117,24 +123,84 @@ async def test_a_failed_staging_commits_no_version(
 
 
 async def test_a_write_cancelled_while_recording_leaves_nothing(
-    container: Container, monkeypatch: pytest.MonkeyPatch, verdict_wait: str
+    container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Cancelled while the record statement runs on the server: the statement is cancelled, the
+    connection goes back (replaced), the file and the history are as they were."""
     run, path, before = await _kept(container, "kept")
-    recording = asyncio.Event()
+    out = _checked_out(container)
+    pids: list[int] = []
+    original = MemoryVersionRepository.record
 
-    async def hanging_record(self: VersionWrites, *args: Any, **kwargs: Any) -> Any:
-        recording.set()
-        await asyncio.Event().wait()
+    async def slow_record(self: MemoryVersionRepository, *args: Any, **kwargs: Any) -> Any:
+        pids.append((await self.session.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+        await self.session.execute(text("SELECT pg_sleep(60)"))
+        return await original(self, *args, **kwargs)
 
-    monkeypatch.setattr(VersionWrites, "record", hanging_record)
+    async def sleeping() -> bool:
+        if not pids:
+            return False
+        async with container.engine.connect() as conn:
+            event = await conn.execute(
+                text("SELECT wait_event FROM pg_stat_activity WHERE pid = :pid"), {"pid": pids[0]}
+            )
+            return event.scalar_one_or_none() == "PgSleep"
+
+    monkeypatch.setattr(MemoryVersionRepository, "record", slow_record)
     write = asyncio.ensure_future(remember(container, run, "cancelled 取消"))
-    await asyncio.wait_for(recording.wait(), 10)
-    await until("the staged temp", lambda: _temps(path), within=10, poll=0.005)
+    await until("the record to run on the server", sleeping, within=10, poll=0.01)
     write.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await write
+        await asyncio.wait_for(write, 10)
     monkeypatch.undo()
-    await until("the staged temp to be removed", lambda: not _temps(path), within=10)
+    assert _checked_out(container) == out
+    assert _temps(path) == []
     assert await _state(container, run) == before
     # The locks were released: the next write goes through.
-    assert (await remember(container, run, "after"))["status"] == "updated"
+    assert (await asyncio.wait_for(remember(container, run, "after"), 10))["status"] == "updated"
+
+
+async def test_a_writer_cancelled_during_the_replacement_waits_for_it(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replacement thread is running when the writer is cancelled: the writer lets go of
+    the workspace lock only once the file is replaced (never while a rename may still land).
+    Its transaction rolls back, so the next write records the file as ``recovered`` first."""
+    run, path, _ = await _kept(container, "kept")
+    entered, go = threading.Event(), threading.Event()
+    order: list[str] = []
+    real_replace = Workspace.replace_authorized_file_sync
+    real_flock = fcntl.flock
+
+    def blocked_replace(self: Workspace, name: str, data: bytes) -> None:
+        entered.set()
+        assert go.wait(30), "never let go"
+        real_replace(self, name, data)
+        order.append("replaced")
+
+    def flock(fd: int, operation: int) -> None:
+        if operation == fcntl.LOCK_UN:
+            order.append("unlocked")
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(Workspace, "replace_authorized_file_sync", blocked_replace)
+    monkeypatch.setattr(fcntl, "flock", flock)
+    write = asyncio.ensure_future(remember(container, run, "cancelled mid-replace"))
+    await asyncio.wait_for(asyncio.to_thread(entered.wait, 10), 15)
+    write.cancel()
+    # Runs after the writer's wake-up with the cancellation (scheduled by cancel() above): a
+    # writer that did not wait for the thread would have unlocked by then.
+    asyncio.get_running_loop().call_soon(go.set)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(write, 10)
+    monkeypatch.undo()
+    assert order == ["replaced", "unlocked"]
+    assert path.read_text() == "kept\n\ncancelled mid-replace\n"
+    assert _temps(path) == []
+    after = await remember(container, run, "after")
+    assert after["status"] == "updated", after
+    newest, recovered, *_ = (
+        await container.services.memory_history.list_versions(run.uid)
+    ).versions
+    assert newest.version_id == after["version_id"]
+    assert (recovered.actor, recovered.kind) == ("system", "recovered")

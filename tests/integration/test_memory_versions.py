@@ -18,7 +18,7 @@ from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.runtime.worker import Worker
 from yuxi.services import _memory_versions
 from yuxi.services.memory_views import MemoryVersionView
-from yuxi.services.unit_of_work import DriverUnitOfWork
+from yuxi.services.unit_of_work import UnitOfWork
 from yuxi.workspace.filesystem import MEMORY_PATH
 
 from .factories import (
@@ -211,16 +211,16 @@ async def test_a_commit_lost_after_the_publish_is_recorded_by_the_next_write(
     uid = await make_user(container)
     run, _ = await make_asked_run(container, uid)
     first = await remember(container, run, "fact one")
-    real_commit = DriverUnitOfWork.commit  # an agent's write commits on the driver
+    real_commit = UnitOfWork.commit
     failed: list[bool] = []
 
-    async def lose_the_commit(self: DriverUnitOfWork) -> None:
+    async def lose_the_commit(self: UnitOfWork) -> None:
         if not failed:
             failed.append(True)
             raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
         await real_commit(self)
 
-    monkeypatch.setattr(DriverUnitOfWork, "commit", lose_the_commit)
+    monkeypatch.setattr(UnitOfWork, "commit", lose_the_commit)
     lost = await remember(container, run, "LOST-COMMIT-MARK")
     assert failed and lost["status"] == "updated" and "version_id" not in lost
     published = memory_file(container, uid).read_text()

@@ -142,19 +142,19 @@ async def test_a_switch_turned_off_while_the_gate_waits_is_seen(
 async def test_turning_the_switch_off_waits_for_a_write_in_flight(container: Container) -> None:
     """The gate holds the switch ``FOR SHARE`` until its write commits: turning memory off
     cannot land between the gate and the publish."""
-    from yuxi.repositories._memory_version_writes import VersionWrites
+    from yuxi.repositories.memory_version_repository import MemoryVersionRepository
 
     uid = await make_user(container)
     run = await make_run(container, uid)
     gate_passed, release = asyncio.Event(), asyncio.Event()
-    original = VersionWrites.record
+    original = MemoryVersionRepository.record
 
-    async def slow_record(self: VersionWrites, *args: Any, **kwargs: Any) -> Any:
+    async def slow_record(self: MemoryVersionRepository, *args: Any, **kwargs: Any) -> Any:
         gate_passed.set()
         await release.wait()
         return await original(self, *args, **kwargs)
 
-    VersionWrites.record = slow_record  # type: ignore[method-assign]
+    MemoryVersionRepository.record = slow_record  # type: ignore[method-assign]
     try:
         write = asyncio.ensure_future(remember(container, run, "in flight"))
         await asyncio.wait_for(gate_passed.wait(), 10)
@@ -165,6 +165,6 @@ async def test_turning_the_switch_off_waits_for_a_write_in_flight(container: Con
         assert (await asyncio.wait_for(write, 10))["status"] == "updated"
         await asyncio.wait_for(switch, 10)
     finally:
-        VersionWrites.record = original  # type: ignore[method-assign]
+        MemoryVersionRepository.record = original  # type: ignore[method-assign]
     assert "in flight" in memory_file(container, uid).read_text()
     assert (await remember(container, run, "after"))["code"] == "memory_disabled"

@@ -401,26 +401,26 @@ async def test_terminated_connection_mid_lock_is_storage_unavailable(
     """The backend holding the lock is killed before publish → the write is abandoned."""
     from sqlalchemy import text as ms_text
 
-    from yuxi.services.unit_of_work import DriverUnitOfWork
+    from yuxi.repositories._memory_gate import MemoryGate
 
     uid = await make_user(container)
     run = await make_run(container, uid)
     path = memory_file(container, uid)
     path.write_text("before\n")
     before = sha256_of(path)
-    original = DriverUnitOfWork.lock_memory_write
+    original = MemoryGate.lock
     killed: list[int] = []
 
-    async def kill_own_backend(self: DriverUnitOfWork, identity: Any) -> Any:
+    async def kill_own_backend(self: MemoryGate, identity: Any) -> Any:
         authorization = await original(self, identity)
-        pid = self._open().sync_connection.connection.driver_connection.info.backend_pid  # type: ignore[union-attr]
+        pid = (await self.session.execute(ms_text("SELECT pg_backend_pid()"))).scalar_one()
         async with container.engine.connect() as other:
             await other.execute(ms_text(f"SELECT pg_terminate_backend({int(pid)})"))
             await other.commit()
         killed.append(pid)
         return authorization
 
-    monkeypatch.setattr(DriverUnitOfWork, "lock_memory_write", kill_own_backend)
+    monkeypatch.setattr(MemoryGate, "lock", kill_own_backend)
     result = await _remember(container, run, "after the kill")
     monkeypatch.undo()
     assert killed, "the gate was not the one patched"
@@ -437,11 +437,11 @@ async def test_commit_failure_after_publish_reports_the_truth(
     result says `updated` (it did change), not `storage_unavailable`."""
     from sqlalchemy.exc import OperationalError
 
-    from yuxi.services.unit_of_work import DriverUnitOfWork
+    from yuxi.services.unit_of_work import UnitOfWork
 
     uid = await make_user(container)
     run = await make_run(container, uid)
-    real_exit = DriverUnitOfWork.__aexit__
+    real_exit = UnitOfWork.__aexit__
     failed: list[bool] = []
 
     async def failing_exit(self, *exc_info):  # type: ignore[no-untyped-def]
@@ -449,7 +449,7 @@ async def test_commit_failure_after_publish_reports_the_truth(
         failed.append(True)
         raise OperationalError("COMMIT", {}, Exception("connection lost at commit"))
 
-    monkeypatch.setattr(DriverUnitOfWork, "__aexit__", failing_exit)
+    monkeypatch.setattr(UnitOfWork, "__aexit__", failing_exit)
     result = await _remember(container, run, "published then commit failed")
     monkeypatch.undo()
     assert failed, "the agent's unit of work was not the one patched"

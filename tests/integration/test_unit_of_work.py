@@ -1,76 +1,97 @@
-"""``DriverUnitOfWork`` (an agent's memory write: a transaction on one pooled connection, its
-statements sent with psycopg) keeps the unit of work's contract, on real PostgreSQL: commit is
-durable, anything else rolls back and releases the advisory lock, and a failed commit is
-SQLAlchemy's error with the connection replaced; a failed connect yields to the event loop."""
+"""The unit of work keeps its contract on real PostgreSQL, shown with the statements of an agent's
+memory write (the gate, the version record): commit is durable and releases the advisory lock;
+anything else — leaving without a commit, an error, a cancellation, even in the middle of a
+statement — rolls back, releases the lock and gives the connection back (a broken one is
+replaced); failures are SQLAlchemy's errors; a failed connect still yields to the event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import String, bindparam, func, literal, select, text
+from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+from sqlalchemy.pool import QueuePool
 
+from tests.waiting import until
 from yuxi.bootstrap import Container
-from yuxi.db.driver_statements import DriverStatement
-from yuxi.services.unit_of_work import DriverUnitOfWork
+from yuxi.identity import RunIdentity
+from yuxi.limits import MEMORY_VERSIONS_KEEP, MEMORY_VERSIONS_MAX_BYTES
+from yuxi.repositories.memory_version_repository import EMPTY_SHA256, NewVersion
+from yuxi.services.unit_of_work import UnitOfWork, unit_of_work_factory
 
 from .factories import make_run, make_user
 
-_LOCK = DriverStatement(select(func.pg_advisory_xact_lock(bindparam("key")).label("locked")))
-_SET_NAME = DriverStatement(
-    text("UPDATE users SET name = :name WHERE uid = :uid RETURNING uid").bindparams(
-        bindparam("name", type_=String()), bindparam("uid", type_=String())
-    )
-)
+_KEY = "hashtextextended('user-memory:' || %s, 0)"
 
 
-def _lock_is_free(database_url: str, key: int) -> bool:
+def _memory_lock_is_free(database_url: str, uid: str) -> bool:
     with psycopg.connect(database_url, autocommit=True) as other:
-        row = other.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+        row = other.execute(f"SELECT pg_try_advisory_lock({_KEY})", (uid,)).fetchone()
         if row and row[0]:
-            other.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            other.execute(f"SELECT pg_advisory_unlock({_KEY})", (uid,))
             return True
         return False
 
 
-async def _name_of(container: Container, uid: str) -> str:
-    async with container.engine.connect() as conn:
-        return str(
-            (
-                await conn.execute(text("SELECT name FROM users WHERE uid = :uid"), {"uid": uid})
-            ).scalar_one()
-        )
+def _checked_out(container: Container) -> int:
+    pool = container.engine.sync_engine.pool
+    assert isinstance(pool, QueuePool)
+    return pool.checkedout()
 
 
-def _driver(uow: DriverUnitOfWork) -> psycopg.AsyncConnection[object]:
-    connection = uow._open().sync_connection
-    assert connection is not None
-    driver = connection.connection.driver_connection
-    assert isinstance(driver, psycopg.AsyncConnection)
-    return driver
+def _version(uid: str, content: str) -> NewVersion:
+    return NewVersion(
+        version_id="mv_" + content,
+        uid=uid,
+        actor="user",
+        kind="edit",
+        sha256="f" * 64,
+        size=len(content),
+        parent_sha256=EMPTY_SHA256,
+        content=content,
+    )
 
 
-async def test_commit_is_durable_and_ends_the_transaction(
+async def _record(uow: UnitOfWork, uid: str, content: str) -> None:
+    recorded = await uow.memory_versions.record(
+        _version(uid, content), keep=MEMORY_VERSIONS_KEEP, max_bytes=MEMORY_VERSIONS_MAX_BYTES
+    )
+    assert recorded is not None and recorded.id is not None
+
+
+async def _versions(container: Container, uid: str) -> list[str]:
+    async with container.uow() as uow:
+        return [v.version_id for v in await uow.memory_versions.list_newest_first(uid)]
+
+
+async def _backend_pid(uow: UnitOfWork) -> int:
+    return int(
+        (await uow.memory_gate.session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+    )
+
+
+async def _gate(uow: UnitOfWork, run: RunIdentity) -> None:
+    assert (await uow.memory_gate.lock(run)).ok
+
+
+async def test_commit_is_durable_and_releases_the_lock(
     container: Container, database_url: str
 ) -> None:
     uid = await make_user(container)
-    key = uuid.uuid4().int % (1 << 62)
-    name = "驱动-" + uuid.uuid4().hex[:8]
-    async with container.uow.driver() as uow:
-        await _LOCK.first(uow._open(), {"key": key})
-        await _SET_NAME.first(uow._open(), {"name": name, "uid": uid})
-        assert not _lock_is_free(database_url, key)
+    run = await make_run(container, uid)
+    async with container.uow() as uow:
+        await _gate(uow, run)
+        await _record(uow, uid, "kept")
+        assert not _memory_lock_is_free(database_url, uid)
         await uow.commit()
-        assert _driver(uow).info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        assert _lock_is_free(database_url, key)
-    assert await _name_of(container, uid) == name
+        assert _memory_lock_is_free(database_url, uid)
+    assert await _versions(container, uid) == ["mv_kept"]
 
 
 @pytest.mark.parametrize("how", ["no-commit", "error"])
@@ -78,47 +99,26 @@ async def test_leaving_without_commit_rolls_back_and_unlocks(
     container: Container, database_url: str, how: str
 ) -> None:
     uid = await make_user(container)
-    before = await _name_of(container, uid)
-    key = uuid.uuid4().int % (1 << 62)
+    run = await make_run(container, uid)
+    out = _checked_out(container)
     with pytest.raises(RuntimeError) if how == "error" else contextlib.nullcontext():
-        async with container.uow.driver() as uow:
-            await _LOCK.first(uow._open(), {"key": key})
-            await _SET_NAME.first(uow._open(), {"name": "never", "uid": uid})
+        async with container.uow() as uow:
+            await _gate(uow, run)
+            await _record(uow, uid, "never")
             if how == "error":
                 raise RuntimeError("the write failed")
-    assert _lock_is_free(database_url, key)
-    assert await _name_of(container, uid) == before
-    # The pooled connection came back clean: the next unit of work works on it.
-    async with container.uow.driver() as uow:
-        assert (await DriverStatement(select(literal(1).label("v"))).first(uow._open(), {})).v == 1
-        assert _driver(uow).info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
-
-
-async def test_a_commit_on_a_dead_connection_is_sqlalchemys_error(
-    container: Container, database_url: str
-) -> None:
-    uid = await make_user(container)
-    run = await make_run(container, uid)
-    with pytest.raises(OperationalError) as raised:
-        async with container.uow.driver() as uow:
-            assert (await uow.lock_memory_write(run)).ok
-            pid = _driver(uow).info.backend_pid
-            with psycopg.connect(database_url, autocommit=True) as admin:
-                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-            await asyncio.sleep(0.05)
-            await uow.commit()
-    assert raised.value.connection_invalidated
-    async with container.uow.driver() as uow:
-        assert (await uow.lock_memory_write(run)).ok
-        assert _driver(uow).info.backend_pid != pid
+    assert _checked_out(container) == out
+    assert _memory_lock_is_free(database_url, uid)
+    assert await _versions(container, uid) == []
 
 
 async def test_a_committed_block_gives_its_connection_back_without_a_task(
     container: Container,
 ) -> None:
-    # After a commit, the pool's reset sends nothing: the block closes its connection inline
-    # (no task to schedule and wait for), and the connection is back in the pool at once.
+    # After a commit the connection is already back in the pool: the block closes its session
+    # inline (no task to schedule and wait for). Left open, it closes in a task of its own.
     uid = await make_user(container)
+    run = await make_run(container, uid)
     loop = asyncio.get_running_loop()
     created: list[object] = []
     factory = loop.get_task_factory()
@@ -128,26 +128,91 @@ async def test_a_committed_block_gives_its_connection_back_without_a_task(
         created.append(coro)
         return asyncio.Task(coro, loop=loop, **kwargs)
 
-    pool = container.engine.sync_engine.pool
-    async with container.uow.driver() as uow:
-        await _SET_NAME.first(uow._open(), {"name": "inline", "uid": uid})
+    out = _checked_out(container)
+    async with container.uow() as uow:
+        await _gate(uow, run)
         await uow.commit()
-        out_before = pool.checkedout()  # type: ignore[attr-defined]
+        assert _checked_out(container) == out
         loop.set_task_factory(counting)
     loop.set_task_factory(factory)
-    assert created == [], "a committed block closed its connection in a task"
-    assert pool.checkedout() == out_before - 1  # type: ignore[attr-defined]
-    # Left open (no commit), the rollback runs in a shielded task: it must reach the server.
-    async with container.uow.driver() as uow:
-        await _SET_NAME.first(uow._open(), {"name": "never", "uid": uid})
+    assert created == [], "a committed block closed its session in a task"
+    async with container.uow() as uow:
+        await _gate(uow, run)
         loop.set_task_factory(counting)
     loop.set_task_factory(factory)
     assert len(created) == 1
-    assert await _name_of(container, uid) == "inline"
+    assert _checked_out(container) == out
 
 
-async def test_outside_the_block_it_refuses(container: Container) -> None:
-    uow = container.uow.driver()
+async def test_a_commit_on_a_dead_connection_is_sqlalchemys_error(
+    container: Container, database_url: str
+) -> None:
+    uid = await make_user(container)
+    run = await make_run(container, uid)
+    with pytest.raises(OperationalError) as raised:
+        async with container.uow() as uow:
+            await _gate(uow, run)
+            pid = await _backend_pid(uow)
+            with psycopg.connect(database_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+            await uow.commit()
+    assert raised.value.connection_invalidated
+    assert _memory_lock_is_free(database_url, uid)
+    async with container.uow() as uow:
+        await _gate(uow, run)
+        assert await _backend_pid(uow) != pid
+
+
+async def test_a_statement_cancelled_on_the_server_leaves_nothing_behind(
+    container: Container, database_url: str
+) -> None:
+    # The gate waits on the server for the user's memory lock, held elsewhere; the writer is
+    # cancelled meanwhile. The statement is cancelled on the server and its connection replaced:
+    # nothing stays locked, and no connection is left checked out.
+    uid = await make_user(container)
+    run = await make_run(container, uid)
+    out = _checked_out(container)
+    with psycopg.connect(database_url, autocommit=True) as holder:
+        holder.execute(f"SELECT pg_advisory_lock({_KEY})", (uid,))
+        entered = asyncio.Event()
+        pids: list[int] = []
+
+        async def write() -> None:
+            async with container.uow() as uow:
+                pids.append(await _backend_pid(uow))
+                entered.set()
+                await _gate(uow, run)
+                pytest.fail("the gate passed a lock held elsewhere")
+
+        task = asyncio.ensure_future(write())
+        await asyncio.wait_for(entered.wait(), 10)
+
+        def waiting_for_lock() -> bool:
+            row = holder.execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pids[0],)
+            ).fetchone()
+            return row is not None and row[0] == "Lock"
+
+        await until("the gate to wait for the lock", waiting_for_lock, within=10, poll=0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+
+        def backend_gone() -> bool:
+            row = holder.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pids[0],)
+            ).fetchone()
+            return row is not None and row[0] == 0
+
+        await until("the cancelled backend to go", backend_gone, within=10, poll=0.01)
+    assert _checked_out(container) == out
+    assert _memory_lock_is_free(database_url, uid)
+    async with container.uow() as uow:
+        await _gate(uow, run)
+
+
+async def test_commit_outside_the_block_refuses(container: Container) -> None:
+    uow = container.uow()
     with pytest.raises(RuntimeError, match="outside"):
         await uow.commit()
 
@@ -156,12 +221,14 @@ async def test_a_failed_connect_yields_to_the_event_loop(tmp_path: Path) -> None
     # psycopg fails against a missing socket without awaiting anything; a writer retrying in a
     # loop while the server is down (R2b) must still let other tasks run between attempts.
     engine = create_async_engine(f"postgresql+psycopg://nobody@/nowhere?host={tmp_path}")
+    factory = unit_of_work_factory(async_sessionmaker(engine, expire_on_commit=False))
+    run = RunIdentity("u", "t", "r", "q", "w")
     ran: list[bool] = []
     try:
         asyncio.get_running_loop().call_soon(ran.append, True)
         with pytest.raises(OperationalError):
-            async with DriverUnitOfWork(engine):
-                pytest.fail("connected to a server that does not exist")
+            async with factory() as uow:
+                await uow.memory_gate.lock(run)
         assert ran == [True], "the failed connect never yielded to the event loop"
     finally:
         await engine.dispose()

@@ -1,17 +1,20 @@
-"""``record_while_staging``: when the staging thread starts, and what a record that fails or
-succeeds before the loop turns leaves behind (a real workspace on disk, no database)."""
+"""``LockedMemory.publish``: the version is recorded before the file is replaced, a failed
+record replaces nothing, and the replacement (``replace_memory_file``) is never abandoned by a
+cancelled writer (a real workspace on disk, the database faked)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from yuxi.repositories.memory_version_repository import NewVersion
-from yuxi.services._memory_publish import record_while_staging
+from yuxi.services._memory_versions import CurrentFile
+from yuxi.services._memory_writer import LockedMemory, replace_memory_file
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
 from .workspaces import OLD_MEMORY, memory_workspace, temp_files
@@ -22,72 +25,92 @@ def ws(tmp_path: Path) -> Workspace:
     return memory_workspace(tmp_path, "alice")
 
 
-@pytest.fixture
-async def jobs() -> AsyncIterator[list[str]]:
-    """The names of the functions handed to the event loop's thread pool, in order."""
-    loop = asyncio.get_running_loop()
-    handed: list[str] = []
-    original = loop.run_in_executor
-
-    def counting(executor: Any, func: Callable[..., Any], /, *args: Any) -> Any:
-        handed.append(getattr(func, "__name__", repr(func)))
-        return original(executor, func, *args)
-
-    loop.run_in_executor = counting  # type: ignore[method-assign, assignment]
-    yield handed
-    del loop.run_in_executor  # the class's method again
-
-
 def _file(ws: Workspace) -> bytes:
     return ws.read_file_sync(MEMORY_PATH, 1 << 20)
 
 
-_temps = temp_files
+class _Versions:
+    """The one repository call ``publish`` makes, noting what the file held when it ran."""
+
+    def __init__(self, ws: Workspace, error: BaseException | None = None) -> None:
+        self.ws, self.error, self.file_when_recorded = ws, error, b""
+
+    async def record(self, version: NewVersion, **_: Any) -> NewVersion:
+        self.file_when_recorded = _file(self.ws)
+        if self.error is not None:
+            raise self.error
+        version.id = 1
+        return version
 
 
-def _version(version_id: str) -> NewVersion:
-    return NewVersion(version_id, "u1", "agent", "add", "0" * 64, 0, "0" * 64, "")
+def _locked(ws: Workspace, versions: _Versions) -> LockedMemory:
+    uow: Any = SimpleNamespace(memory_versions=versions)
+    return LockedMemory(uow, ws, "alice", CurrentFile(OLD_MEMORY))
 
 
-async def test_staging_starts_once_the_record_waits_for_the_server(
-    ws: Workspace, jobs: list[str]
+async def test_the_version_is_recorded_before_the_file_changes(ws: Workspace) -> None:
+    versions = _Versions(ws)
+    locked = _locked(ws, versions)
+    version = await locked.publish("新的记忆\n".encode(), actor="user", kind="edit")
+    assert versions.file_when_recorded == OLD_MEMORY
+    assert _file(ws) == "新的记忆\n".encode() and temp_files(ws) == []
+    assert locked.published == [version]
+
+
+async def test_a_failed_record_replaces_nothing(ws: Workspace) -> None:
+    locked = _locked(ws, _Versions(ws, RuntimeError("the record failed")))
+    with pytest.raises(RuntimeError, match="record failed"):
+        await locked.publish(b"never\n", actor="user", kind="edit")
+    assert _file(ws) == OLD_MEMORY and temp_files(ws) == []
+    assert locked.published == []
+
+
+async def test_none_deletes_the_file_even_when_it_is_missing(ws: Workspace) -> None:
+    await replace_memory_file(ws, None)
+    assert not (ws.directory / MEMORY_PATH).exists()
+    await replace_memory_file(ws, None)
+
+
+async def test_a_failed_replacement_leaves_the_old_file(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Started while the writer still builds and sends the statement, the thread's Python would
-    # contend with the writer's for the GIL: it starts only once the writer awaits the answer.
-    seen: list[list[str]] = []
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
 
-    async def recording() -> NewVersion:
-        seen.append(list(jobs))  # building and sending the statement
-        await asyncio.sleep(0.01)  # waiting for the server
-        seen.append(list(jobs))
-        return _version("mv_test")
-
-    version = await record_while_staging(ws, "新的记忆\n".encode(), recording())
-    assert version.version_id == "mv_test"
-    assert seen == [[], ["_stage_then_wait"]]
-    assert _file(ws) == "新的记忆\n".encode() and _temps(ws) == []
+    monkeypatch.setattr("os.fsync", failing_fsync)
+    with pytest.raises(OSError, match="Input/output"):
+        await replace_memory_file(ws, b"lost\n")
+    monkeypatch.undo()
+    assert _file(ws) == OLD_MEMORY and temp_files(ws) == []
 
 
-async def test_a_record_failing_before_the_loop_turns_stages_nothing(
-    ws: Workspace, jobs: list[str]
+async def test_a_cancelled_writer_returns_only_once_the_file_is_replaced(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def recording() -> NewVersion:
-        raise RuntimeError("refused before anything was sent")
+    entered, go = threading.Event(), threading.Event()
+    order: list[str] = []
+    real_replace = Workspace.replace_authorized_file_sync
 
-    with pytest.raises(RuntimeError, match="refused"):
-        await record_while_staging(ws, b"never\n", recording())
-    await asyncio.sleep(0.05)  # a staging job, had one started, would have run by now
-    assert jobs == []
-    assert _file(ws) == OLD_MEMORY and _temps(ws) == []
+    def blocked_replace(self: Workspace, name: str, data: bytes) -> None:
+        entered.set()
+        assert go.wait(30), "never let go"
+        real_replace(self, name, data)
+        order.append("replaced")
 
+    async def writer() -> None:
+        try:
+            await replace_memory_file(ws, "替换\n".encode())
+        finally:
+            order.append("writer left")
 
-async def test_a_record_done_before_the_loop_turns_still_publishes(
-    ws: Workspace, jobs: list[str]
-) -> None:
-    async def recording() -> NewVersion:
-        return _version("mv_at_once")
-
-    version = await record_while_staging(ws, "立刻\n".encode(), recording())
-    assert version.version_id == "mv_at_once"
-    assert jobs == ["_stage_then_wait"]
-    assert _file(ws) == "立刻\n".encode() and _temps(ws) == []
+    monkeypatch.setattr(Workspace, "replace_authorized_file_sync", blocked_replace)
+    task = asyncio.ensure_future(writer())
+    await asyncio.wait_for(asyncio.to_thread(entered.wait, 10), 15)
+    task.cancel()
+    # Runs after the writer's wake-up with the cancellation: a writer that did not wait for
+    # the thread would have left by then.
+    asyncio.get_running_loop().call_soon(go.set)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    assert order == ["replaced", "writer left"]
+    assert _file(ws) == "替换\n".encode() and temp_files(ws) == []

@@ -1,12 +1,12 @@
 """The memory write gate: the per-uid lock, the run's lease and quota, the switch — one statement.
 
-:data:`GATE` is what :func:`lock_memory_write` executes (with :func:`gate_params`), in one round
-trip on the unit of work's driver connection (``DriverUnitOfWork.lock_memory_write``):
+:class:`MemoryGate` (``uow.memory_gate`` of a :class:`~yuxi.services.unit_of_work.UnitOfWork`)
+runs :data:`GATE` in the unit of work's transaction, in one round trip:
 
 1. ``pg_advisory_xact_lock(hashtextextended('user-memory:' || uid, 0))`` as an uncorrelated
    sub-select in ``WHERE``: PostgreSQL evaluates it as a one-time filter *before* the scan, so
    the advisory lock is taken before any row of the statement is read or locked (the same
-   order as the separate statements it replaces), and held until the caller's transaction ends;
+   order as separate statements would take them), and held until the transaction ends;
 2. ``SELECT … FOR UPDATE`` of the AgentRun: its lease and quota cannot change under the write;
    a row changed while this statement waited for the lock is re-read at its newest version;
 3. the memory switch, ``FOR SHARE`` in a sub-select: a switch turned off while this statement
@@ -24,18 +24,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, String, bindparam, func, literal, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from yuxi.db.driver_statements import DriverStatement, Executor
 from yuxi.db.models import AgentRun, Conversation, UserConfig
 from yuxi.identity import RunIdentity
 from yuxi.vocabulary import MEMORY_READ_ONLY_SOURCES, MEMORY_WRITE_RUN_TYPES
 
 __all__ = [
     "GATE",
+    "MemoryGate",
     "MemoryWriteAuthorization",
     "authorize",
-    "gate_params",
-    "lock_memory_write",
     "lock_user_memory",
 ]
 
@@ -65,48 +64,53 @@ def lock_user_memory(uid: str) -> Select[*tuple[Any, ...]]:
 
 
 _UID = bindparam("uid", type_=String())
-#: Built once (the write path runs it on every agent write); bound per call by
-#: :func:`gate_params`. See the module docstring for what it locks, in order.
-GATE = DriverStatement(
+_RUNS, _THREADS, _CONFIGS = AgentRun.__table__.c, Conversation.__table__.c, UserConfig.__table__.c
+#: Built once, from the tables' columns (a Core statement: the session runs it without the ORM's
+#: entity loading, and its compiled form is cached on first use). See the module docstring for
+#: what it locks, in order.
+GATE = (
     select(
-        AgentRun.uid,
-        AgentRun.conversation_thread_id,
-        AgentRun.request_id,
-        AgentRun.run_type,
-        AgentRun.status,
-        AgentRun.cancel_requested,
-        AgentRun.worker_id,
-        (AgentRun.lease_expires_at > func.now()).label("lease_alive"),
-        AgentRun.memory_writes,
-        AgentRun.memory_write_bytes,
-        select(Conversation.source)
-        .where(Conversation.thread_id == AgentRun.conversation_thread_id)
+        _RUNS.uid,
+        _RUNS.conversation_thread_id,
+        _RUNS.request_id,
+        _RUNS.run_type,
+        _RUNS.status,
+        _RUNS.cancel_requested,
+        _RUNS.worker_id,
+        (_RUNS.lease_expires_at > func.now()).label("lease_alive"),
+        _RUNS.memory_writes,
+        _RUNS.memory_write_bytes,
+        select(_THREADS.source)
+        .where(_THREADS.thread_id == _RUNS.conversation_thread_id)
         .scalar_subquery()
         .label("source"),
-        select(UserConfig.enable_memory)
-        .where(UserConfig.uid == _UID)
+        select(_CONFIGS.enable_memory)
+        .where(_CONFIGS.uid == _UID)
         .with_for_update(read=True)
         .scalar_subquery()
         .label("memory_enabled"),
     )
     .where(
-        AgentRun.id == bindparam("run_id", type_=String()),
+        _RUNS.id == bindparam("run_id", type_=String()),
         select(literal(True))
         .select_from(func.pg_advisory_xact_lock(_user_memory_key(_UID)))
         .scalar_subquery(),
     )
-    .with_for_update(of=AgentRun)
+    .with_for_update(of=AgentRun.__table__)
 )
 
 
-def gate_params(identity: RunIdentity) -> dict[str, str]:
-    """:data:`GATE`'s parameters for ``identity``."""
-    return {"uid": identity.uid, "run_id": identity.run_id}
+class MemoryGate:
+    """The gate of an agent's memory write, in a unit of work's transaction (never commits)."""
 
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
 
-async def lock_memory_write(executor: Executor, identity: RunIdentity) -> MemoryWriteAuthorization:
-    """Run the gate in ``executor``'s transaction and judge its row (:func:`authorize`)."""
-    return authorize(identity, await GATE.first(executor, gate_params(identity)))
+    async def lock(self, identity: RunIdentity) -> MemoryWriteAuthorization:
+        """Run :data:`GATE` for ``identity`` and judge its row (:func:`authorize`). The advisory
+        lock it takes is held until the unit of work ends, whatever the answer."""
+        rows = await self.session.execute(GATE, {"uid": identity.uid, "run_id": identity.run_id})
+        return authorize(identity, rows.first())
 
 
 def authorize(identity: RunIdentity, row: Any) -> MemoryWriteAuthorization:

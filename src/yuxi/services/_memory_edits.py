@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
 
 from yuxi.errors import InvalidArgument, PreconditionFailed, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
@@ -43,7 +42,7 @@ def _check_file(data: bytes) -> None:
         raise InvalidArgument("MEMORY.md must not contain NUL bytes")
 
 
-def _check_if_match(locked: LockedMemory[Any], if_match: str | None) -> None:
+def _check_if_match(locked: LockedMemory, if_match: str | None) -> None:
     if not if_match_allows(if_match, locked.current.etag):
         raise PreconditionFailed(_STALE)
 

@@ -15,7 +15,7 @@ before the commit, so a commit lost in a database crash loses no bytes of MEMORY
 does lose the version row (the next write records the file as ``system`` / ``recovered``: the
 agent, run, thread, asking message and tool call of that change are gone, and the
 ``version_id`` the writer was told no longer exists) and the run's quota count (the run may
-write again what it already wrote). Benchmark B1 measures what the lever would buy.
+write again what it already wrote).
 
 Retention: after each insert, only the newest :data:`MEMORY_VERSIONS_KEEP` versions are kept,
 and the oldest go while the retained contents sum to more than :data:`MEMORY_VERSIONS_MAX_BYTES`;
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from yuxi.limits import MEMORY_VERSIONS_KEEP, MEMORY_VERSIONS_MAX_BYTES
 from yuxi.repositories.memory_version_repository import EMPTY_SHA256, NewVersion, Quota
-from yuxi.services.unit_of_work import DriverUnitOfWork, UnitOfWork
+from yuxi.services.unit_of_work import UnitOfWork
 from yuxi.workspace.filesystem import etag_for
 
 __all__ = [
@@ -90,7 +90,7 @@ NO_PROVENANCE = Provenance()
 
 
 async def record_change(
-    uow: UnitOfWork | DriverUnitOfWork,
+    uow: UnitOfWork,
     uid: str,
     current: CurrentFile,
     result: bytes,

@@ -2,37 +2,42 @@
 
 A writer opens :meth:`MemoryWriteLock.for_user` (the owner: file API, UI, restore, undo) or
 :meth:`MemoryWriteLock.for_agent` (a leased run: ``remember_memory``, the generic file tools
-after approval). Either holds, in this order and until it ends:
+after approval), each in one :class:`~yuxi.services.unit_of_work.UnitOfWork`. Either holds, in
+this order and until it ends:
 
-1. the per-uid PostgreSQL advisory lock (for an agent, taken by the gate,
-   ``DriverUnitOfWork.lock_memory_write``, in the same statement that ``SELECT … FOR
-   UPDATE``\\ s the run, checks its lease by the database clock and reads the switch
-   ``FOR SHARE``: off → refused);
+1. the per-uid PostgreSQL advisory lock (for an agent, taken by the gate, ``uow.memory_gate``,
+   in the same statement that ``SELECT … FOR UPDATE``\\ s the run, checks its lease by the
+   database clock and reads the switch ``FOR SHARE``: off → refused);
 2. the per-uid workspace lock (:meth:`~yuxi.workspace.filesystem.Workspace.locked_then`),
 
 and reads the current file (the flock and the read in one worker thread). :meth:`LockedMemory.
 publish` then records the version (one statement: gap check, insert, asking message, quota,
-retention) while a worker thread stages the new file (temp written and fsynced); the same
-thread publishes it (rename + directory fsync) once the record is in, and the block commits as
-it ends, still inside both locks. A block that published nothing commits nothing.
+retention) and only once it is in replaces the file (temp written and fsynced, rename,
+directory fsync; one worker thread); the block commits as it ends, still inside both locks. A
+block that published nothing commits nothing.
 
-The steady-state agent write is therefore three statements (gate, record, commit) and two hops
-off the event loop (flock + read; stage, then publish, the staging overlapping the record).
+So a record that fails or is cancelled leaves MEMORY.md as it was and no temp file: nothing was
+written yet. Once the replacement has started, a cancelled writer still waits for it to end
+before it lets go of the locks (otherwise the next writer could read the file the rename is
+about to replace); its transaction then rolls back and the next write records the file as
+``system`` / ``recovered``.
+
+An agent's write is therefore three statements (gate, record, commit) and two hops off the
+event loop (flock + read; replace).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
 
 from yuxi.errors import MemoryDisabled, MemoryReadOnly, UnauthorizedRun, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
 from yuxi.repositories._memory_gate import MemoryWriteAuthorization
-from yuxi.services._memory_publish import record_while_staging
 from yuxi.services._memory_versions import (
     NO_PROVENANCE,
     CurrentFile,
@@ -41,10 +46,10 @@ from yuxi.services._memory_versions import (
     Quota,
     record_change,
 )
-from yuxi.services.unit_of_work import DriverUnitOfWork, UnitOfWork, UnitOfWorkFactory
+from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
-__all__ = ["LockedMemory", "MemoryWriteLock", "read_current_file_sync"]
+__all__ = ["LockedMemory", "MemoryWriteLock", "read_current_file_sync", "replace_memory_file"]
 
 
 def read_current_file_sync(workspace: Workspace) -> CurrentFile:
@@ -58,15 +63,36 @@ def read_current_file_sync(workspace: Workspace) -> CurrentFile:
     return CurrentFile(data, truncated)
 
 
-#: The unit of work a writer holds: a session's for the owner, the driver's for an agent.
-U = TypeVar("U", UnitOfWork, DriverUnitOfWork)
+def _replace_sync(workspace: Workspace, data: bytes | None) -> None:
+    if data is not None:
+        workspace.replace_authorized_file_sync(MEMORY_PATH, data)
+        return
+    with contextlib.suppress(WorkspaceFileNotFound):
+        workspace.delete_file_sync(MEMORY_PATH)
+
+
+async def replace_memory_file(workspace: Workspace, data: bytes | None) -> None:
+    """Replace MEMORY.md with ``data`` (``None`` deletes it) in one worker thread, and return
+    only once that thread is done — even when the caller is cancelled meanwhile (the
+    cancellation is raised afterwards): a writer must not let go of the locks while its file is
+    still being replaced."""
+    job = asyncio.get_running_loop().run_in_executor(None, _replace_sync, workspace, data)
+    try:
+        await asyncio.shield(job)
+    except asyncio.CancelledError:
+        while not job.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait((job,))
+        if not job.cancelled():
+            job.exception()  # retrieved: the cancellation is what the caller hears
+        raise
 
 
 @dataclass
-class LockedMemory(Generic[U]):
+class LockedMemory:
     """One writer's view of MEMORY.md while it holds the locks."""
 
-    uow: U
+    uow: UnitOfWork
     workspace: Workspace
     uid: str
     current: CurrentFile
@@ -97,13 +123,8 @@ class LockedMemory(Generic[U]):
         quota: Quota | None = None,
     ) -> NewVersion:
         """Record the version (counting ``quota`` in the same statement), then replace the file
-        with ``result`` (``None`` deletes it).
-
-        The new file is staged in a worker thread *while* the statement records the version,
-        and renamed onto MEMORY.md only once the record is in
-        (:func:`~yuxi.services._memory_publish.record_while_staging`).
-        """
-        recording = record_change(
+        with ``result`` (``None`` deletes it): the file changes only once its version is in."""
+        version = await record_change(
             self.uow,
             self.uid,
             self.current,
@@ -114,12 +135,7 @@ class LockedMemory(Generic[U]):
             target_version_id=target_version_id,
             quota=quota,
         )
-        if result is None:
-            version = await recording
-            with contextlib.suppress(WorkspaceFileNotFound):
-                await self.workspace.delete_file(MEMORY_PATH)
-        else:
-            version = await record_while_staging(self.workspace, result, recording)
+        await replace_memory_file(self.workspace, result)
         self.published.append(version)
         return version
 
@@ -134,7 +150,7 @@ class MemoryWriteLock:
         self._workspace = workspace_factory
 
     @asynccontextmanager
-    async def for_user(self, uid: str) -> AsyncIterator[LockedMemory[UnitOfWork]]:
+    async def for_user(self, uid: str) -> AsyncIterator[LockedMemory]:
         """The owner's write: no switch and no run (the owner may always clean their memory)."""
         async with self._uow() as uow:
             await uow.runs.lock_user_memory(uid)
@@ -142,14 +158,12 @@ class MemoryWriteLock:
                 yield locked
 
     @asynccontextmanager
-    async def for_agent(
-        self, identity: RunIdentity
-    ) -> AsyncIterator[LockedMemory[DriverUnitOfWork]]:
+    async def for_agent(self, identity: RunIdentity) -> AsyncIterator[LockedMemory]:
         """An agent's write: only the lease owner of a live run, only while memory is on."""
         if not identity.holds_lease:
             raise UnauthorizedRun("this run holds no lease and may not write memory")
-        async with self._uow.driver() as uow:
-            auth = await uow.lock_memory_write(identity)
+        async with self._uow() as uow:
+            auth = await uow.memory_gate.lock(identity)
             if not auth.ok:
                 raise UnauthorizedRun(f"this run may not write memory: {auth.reason}")
             if auth.read_only:
@@ -164,7 +178,7 @@ class MemoryWriteLock:
                 yield locked
 
     @asynccontextmanager
-    async def _locked(self, uow: U, uid: str) -> AsyncIterator[LockedMemory[U]]:
+    async def _locked(self, uow: UnitOfWork, uid: str) -> AsyncIterator[LockedMemory]:
         workspace = self._workspace(uid)
         # One hop off the event loop: the flock and the read run in the same worker thread.
         async with workspace.locked_then(lambda: read_current_file_sync(workspace)) as current:

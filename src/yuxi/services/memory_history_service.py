@@ -185,7 +185,7 @@ class MemoryHistoryService:
 
     @staticmethod
     async def _publish(
-        locked: LockedMemory[UnitOfWork], content: str, kind: str, target: MemoryVersion
+        locked: LockedMemory, content: str, kind: str, target: MemoryVersion
     ) -> MemoryChangeView:
         data = content.encode("utf-8")
         version = await locked.publish(

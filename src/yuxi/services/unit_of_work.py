@@ -11,8 +11,10 @@ Leaving the block without :meth:`UnitOfWork.commit` rolls back (a read-only bloc
 commit). A transaction-scoped advisory lock taken inside (``pg_advisory_xact_lock``) is held
 until the block commits or rolls back.
 
-:class:`DriverUnitOfWork` (``factory.driver()``) keeps that contract without an ORM session,
-for the one path that is measured against its floor: an agent's memory write.
+Every write goes through it, an agent's memory write included (``uow.memory_gate``, then
+``uow.memory_versions.record``): one kind of transaction, one set of error and cancellation
+rules (SQLAlchemy's: a statement interrupted by a cancellation invalidates its connection, a
+lost connection is an :class:`~sqlalchemy.exc.OperationalError`).
 """
 
 from __future__ import annotations
@@ -21,12 +23,9 @@ import asyncio
 from types import TracebackType
 from typing import Self
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from yuxi.db.driver_statements import commit_driver, outside_transaction
-from yuxi.identity import RunIdentity
-from yuxi.repositories._memory_gate import MemoryWriteAuthorization, lock_memory_write
-from yuxi.repositories._memory_version_writes import VersionWrites
+from yuxi.repositories._memory_gate import MemoryGate
 from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.health_repository import HealthRepository
@@ -36,7 +35,7 @@ from yuxi.repositories.token_repository import TokenRepository
 from yuxi.repositories.tool_call_repository import ToolCallRepository
 from yuxi.repositories.user_repository import UserRepository
 
-__all__ = ["DriverUnitOfWork", "UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
+__all__ = ["UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
 
 
 class UnitOfWork:
@@ -47,11 +46,13 @@ class UnitOfWork:
     events: RunEventRepository
     tool_calls: ToolCallRepository
     memory_versions: MemoryVersionRepository
+    memory_gate: MemoryGate
     health: HealthRepository
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
         self._session: AsyncSession | None = None
+        self._committed = False
 
     async def __aenter__(self) -> Self:
         session = self._sessions()
@@ -63,6 +64,7 @@ class UnitOfWork:
         self.events = RunEventRepository(session)
         self.tool_calls = ToolCallRepository(session)
         self.memory_versions = MemoryVersionRepository(session)
+        self.memory_gate = MemoryGate(session)
         self.health = HealthRepository(session)
         return self
 
@@ -76,12 +78,18 @@ class UnitOfWork:
         self._session = None
         if session is None:
             return
+        if self._committed and not session.in_transaction():
+            # Committed: the connection went back to the pool with the commit, so closing only
+            # forgets the loaded rows (no I/O, nothing a cancellation could interrupt). Done
+            # inline: no task to schedule and wait for.
+            await session.close()
+            return
         # Like AsyncSession.__aexit__: end the session in its own task, shielded, so that a
-        # cancelled caller cannot leak a checked-out connection — and so that leaving a block
-        # always yields to the event loop (a writer failing fast against a dead server must
-        # not starve every other task). close() rolls back what was not committed, after
-        # detaching every loaded row: rows a read-only block returns stay readable (an explicit
-        # rollback() would expire them).
+        # cancelled caller cannot leak a checked-out connection (or the transaction and
+        # advisory locks on it) — and so that leaving a failed block always yields to the event
+        # loop (a writer failing fast against a dead server must not starve every other task).
+        # close() rolls back what was not committed, after detaching every loaded row: rows a
+        # read-only block returns stay readable (an explicit rollback() would expire them).
         await asyncio.shield(asyncio.ensure_future(session.close()))
 
     async def commit(self) -> None:
@@ -89,87 +97,17 @@ class UnitOfWork:
         if self._session is None:
             raise RuntimeError("commit() outside 'async with'")
         await self._session.commit()
-
-
-class DriverUnitOfWork:
-    """One transaction on one pooled connection, every statement sent with psycopg
-    (:class:`~yuxi.db.driver_statements.DriverStatement`): an agent's memory write, and only
-    that (the gate, the version statements, the commit).
-
-    Why a second kind: that write is the hot path of ``remember_memory``, and an ORM session's
-    begin, commit and close cost it ~0.3 ms of ~3.5 (benchmark B1). The contract is the
-    :class:`UnitOfWork`'s: leaving the block without :meth:`commit` rolls back (the pool's reset
-    on return does it), and the advisory lock taken inside is held until then.
-    """
-
-    memory_versions: VersionWrites
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
-        self._connection: AsyncConnection | None = None
-
-    async def __aenter__(self) -> Self:
-        try:
-            self._connection = await self._engine.connect()
-        except Exception:
-            # psycopg fails against a stopped server (no socket) without ever awaiting: a writer
-            # retrying in a loop would starve every other task, as UnitOfWork.__aexit__ notes.
-            # A failure here always yields to the event loop once.
-            await asyncio.sleep(0)
-            raise
-        self.memory_versions = VersionWrites(self._connection)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        if outside_transaction(connection):
-            # Committed (or never begun): the pool's reset sends nothing, so closing never
-            # waits on the server and a cancellation has no await to land on. Closed inline,
-            # not in a task of its own (one task and two loop turns less per agent write).
-            await connection.close()
-            return
-        # A transaction is open (the write failed or was cancelled): the reset rolls it back on
-        # the server. Shielded, as UnitOfWork.__aexit__: a cancelled caller must not leak the
-        # connection (or the transaction and advisory lock on it).
-        await asyncio.shield(asyncio.ensure_future(connection.close()))
-
-    def _open(self) -> AsyncConnection:
-        if self._connection is None:
-            raise RuntimeError("DriverUnitOfWork used outside 'async with'")
-        return self._connection
-
-    async def lock_memory_write(self, identity: RunIdentity) -> MemoryWriteAuthorization:
-        """The memory write gate (:func:`~yuxi.repositories._memory_gate.lock_memory_write`) in
-        this transaction."""
-        return await lock_memory_write(self._open(), identity)
-
-    async def commit(self) -> None:
-        """Commit everything done in this block. Once committed, the block is over."""
-        await commit_driver(self._open())
+        self._committed = True
 
 
 class UnitOfWorkFactory:
-    """Opens units of work on one engine: ``factory()`` a :class:`UnitOfWork`,
-    ``factory.driver()`` a :class:`DriverUnitOfWork`."""
+    """Opens a :class:`UnitOfWork` on one session factory: ``factory()``."""
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
-        engine = sessions.kw.get("bind")
-        if not isinstance(engine, AsyncEngine):
-            raise TypeError("the session factory must be bound to an AsyncEngine")
-        self._sessions, self._engine = sessions, engine
+        self._sessions = sessions
 
     def __call__(self) -> UnitOfWork:
         return UnitOfWork(self._sessions)
-
-    def driver(self) -> DriverUnitOfWork:
-        return DriverUnitOfWork(self._engine)
 
 
 def unit_of_work_factory(sessions: async_sessionmaker[AsyncSession]) -> UnitOfWorkFactory:
