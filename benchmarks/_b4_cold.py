@@ -1,9 +1,10 @@
 """Cold caches for B4: what "cold" means, and how the bench gets there before each sample.
 
-Cold = none of the pages of ``messages``, ``conversations``, ``subagent_threads`` and their
-indexes are in PostgreSQL's shared buffers nor in the operating system's page cache when the
-query starts; the catalog, the connection pool and the prepared statements stay warm (as after a
-restart of a busy server's caches, not of the server). Before each cold sample:
+Cold = none of the pages of ``messages``, ``message_search`` (where migration 0008 made it),
+``conversations``, ``subagent_threads``, their TOAST tables and their indexes are in
+PostgreSQL's shared buffers nor in the operating system's page cache when the query starts;
+the catalog, the connection pool and the prepared statements stay warm (as after a restart of a
+busy server's caches, not of the server). Before each cold sample:
 
 1. ``CHECKPOINT``, so no page of those relations is dirty (a dirty page cannot be dropped);
 2. shared buffers: ``pg_buffercache_evict_relation`` (PostgreSQL 18) when available, else
@@ -24,7 +25,7 @@ from typing import Any
 
 import psycopg
 
-RELATIONS = ("messages", "conversations", "subagent_threads")
+RELATIONS = ("messages", "message_search", "conversations", "subagent_threads")
 BALLAST = "b4_cold_ballast"
 
 
@@ -97,11 +98,18 @@ class Evictor:
     # -- eviction -------------------------------------------------------------------------
 
     def _relation_oids(self) -> list[tuple[int, str]]:
+        """The relations that exist here (``message_search`` came with migration 0008), their
+        indexes and TOAST tables (long messages live there), with their files."""
         rows = self.conn.execute(
+            "WITH rel AS (SELECT to_regclass(name) AS oid FROM unnest(%s::text[]) AS name), "
+            "base AS (SELECT oid FROM rel WHERE oid IS NOT NULL "
+            "  UNION SELECT reltoastrelid FROM pg_class WHERE oid IN (SELECT oid FROM rel) "
+            "  AND reltoastrelid <> 0) "
             "SELECT c.oid::bigint, pg_relation_filepath(c.oid) FROM pg_class c "
-            "WHERE c.oid = ANY(%s::regclass[]) "
-            "   OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = ANY(%s::regclass[]))",
-            (list(RELATIONS), list(RELATIONS)),
+            "WHERE c.oid IN (SELECT oid FROM base) "
+            "   OR c.oid IN (SELECT indexrelid FROM pg_index "
+            "                WHERE indrelid IN (SELECT oid FROM base))",
+            (list(RELATIONS),),
         ).fetchall()
         return [(int(oid), str(path)) for oid, path in rows if path]
 

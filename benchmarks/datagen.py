@@ -27,7 +27,11 @@ What the data looks like (so the search terms below mean something):
 * :data:`TERMS`: ``common_*`` words occur in many messages, ``rare_*`` needles only in the heavy
   user's three oldest messages, ``crowd_*`` in 2 % of the other users' messages but, for the
   heavy user, only in the same three oldest ones (common across users, rare for this one),
-  ``miss_*`` strings nowhere (their characters are not in the vocabulary at all).
+  ``miss_*`` strings nowhere (their characters are not in the vocabulary at all); ``phrase_en``
+  is two vocabulary words side by side (by chance only), ``phrase_rare_en`` the two words around
+  the needle ("the code word …").
+* ``created_at``: 2024-01-01 plus 7 seconds per generated message, in generation order (so 1M
+  rows span about 81 days and 10M about 810; the heavy user stops growing at 1M in B4).
 """
 
 from __future__ import annotations
@@ -94,6 +98,13 @@ TERMS: dict[str, str] = {
     "miss_cjk": "犇鑫",
     "crowd_en": "marmalade-sky",
     "crowd_cjk": "榴莲酥",
+    # Multi-term queries (B4): words of the vocabulary above, each in many messages.
+    "common_en_more": "cache server release budget meeting",
+    "common_cjk_more": "缓存 服务器 预算",
+    # Two words that follow each other only by chance (about 1 message in 1,500).
+    "phrase_en": "deploy cache",
+    # A phrase only in the heavy user's three oldest messages (its words are in no vocabulary).
+    "phrase_rare_en": "code word",
 }
 #: Share of the *other* users' messages that carry a ``crowd_*`` term (the heavy user's carry
 #: it only in its three oldest): common in the table, rare for the heavy user.

@@ -313,6 +313,8 @@ def _cell(st: dict[str, Any], goal: float, rounds: int) -> str:
 def _access(plan: dict[str, Any]) -> str:
     if not plan:
         return "–"
+    if "error" in plan:
+        return f"EXPLAIN failed: {plan['error']}"
     return (", ".join(plan.get("messages_access", [])) or "–") + (
         f" ({_num(plan['execution_ms'])} ms)" if plan.get("execution_ms") is not None else ""
     )
@@ -322,87 +324,119 @@ def _md_b4_plans(b4: dict[str, Any], phase: str, ph: dict[str, Any]) -> list[str
     rows = []
     for kind in b4["kinds"]:
         k = ph["kinds"][kind]
-        plans = ph.get("plans", {}).get(kind, {})
-        row = [f"`{kind}`", str(k["result"]["shipped"])]
-        if "shipped/custom_plan" in k:
-            row.insert(1, _ratio(k["shipped/custom_plan"]["p95"]))
-        else:
-            row.insert(1, "–")
-        for step in ("recent", "indexed"):
-            step_plan = plans.get(step, {})
-            row.append(_access(step_plan.get("custom", {})))
-            row.append(_access(step_plan.get("generic", {})))
+        ratio = k.get("shipped/custom_plan", {}).get("p95")
+        row = [f"`{kind}`", _ratio(ratio), str(k["result"]["shipped"])]
+        if "plans" in ph:
+            row.append(_access(ph["plans"].get(kind, {})))
         rows.append(row)
     extra = f", eviction: {ph['method']}" if "method" in ph else ""
     lines = [f"*{phase}* — {ph['rounds']} rounds, {_num(ph['wall_s'])} s{extra}:", ""]
-    return lines + _table(
-        [
-            "kind",
-            "p95 shipped/custom",
-            "items",
-            "recent: custom plan",
-            "recent: generic plan",
-            "indexed: custom plan",
-            "indexed: generic plan",
-        ],
-        rows,
-    )
+    header = ["kind", "p95 shipped/custom", "items"]
+    if "plans" in ph:
+        header.append("history tables read (EXPLAIN ANALYZE, custom plan)")
+    return lines + _table(header, rows)
+
+
+_B4_PHASES = ("ranked", "ranked_cold", "no_btree_gin")
+
+
+def _b4_cell(ph: dict[str, Any], kind: str, variant: str, goal: float) -> str:
+    """p50 / p95 ✓/✗; a call that answered an error code (``storage_unavailable``…) is ✗
+    whatever its time: a fast failure is no result."""
+    result = ph["kinds"][kind]["result"].get(variant)
+    if isinstance(result, str) and not result[:1].isdigit():
+        st = ph["kinds"][kind][variant]
+        return f"{_num(st['p50'])} / {_num(st['p95'])} ✗ (error: {result})"
+    return _cell(ph["kinds"][kind][variant], goal, ph["rounds"])
+
+
+def _md_b4_stage(stage: dict[str, Any]) -> list[str]:
+    t = stage.get("targets", {})
+    parts = [
+        f"**Stage {stage['total_messages']:,} rows**: loaded in {_num(stage['load_s'])} s "
+        f"({_num(stage['load_rows_per_s'])} rows/s, search trigger and indexes maintained)"
+    ]
+    if stage.get("settle_s") is not None:
+        parts.append(f"`VACUUM ANALYZE message_search` {_num(stage['settle_s'])} s")
+    index = stage.get("search_index")
+    if index:
+        parts.append(
+            f"`{index['name']}` built in {_num(index['build_s'])} s "
+            f"(maintenance_work_mem {index['maintenance_work_mem']}), "
+            f"{(index['index_bytes'] or 0) / 2**20:.1f} MiB"
+        )
+    fallback = stage.get("fallback_index")
+    if fallback:
+        parts.append(
+            f"without btree_gin: `{fallback['definition']}` built in "
+            f"{_num(fallback['build_s'])} s, {(fallback['index_bytes'] or 0) / 2**20:.1f} MiB"
+        )
+    sizes = [
+        f"{rel} {stage[f'{rel}_bytes'] / 2**20:.1f} MiB"
+        for rel in ("messages", "message_search")
+        if stage.get(f"{rel}_bytes") is not None
+    ]
+    if sizes:
+        parts.append("tables: " + ", ".join(sizes))
+    probe = stage.get("copy_probe") or {}
+    if probe.get("rows_per_s"):
+        rates = probe["rows_per_s"]
+        parts.append(
+            f"COPY probe ({probe['rows']:,} rows, best of {probe['reps']}): "
+            f"{_num(rates['with_trigger'])} rows/s with the search trigger, "
+            f"{_num(rates['without_trigger'])} without ({_ratio(probe['with/without'])} the time)"
+        )
+    if t:
+        parts.append(
+            f"`multi_en_dates`: after `{t['after']}`, before `{t['before']}` "
+            f"({_num(t['heavy_messages_in_window'])} of the heavy user's messages, whose "
+            f"timeline runs {t['heavy_first_at']} – {t['heavy_last_at']}); `multi_en_thread`: "
+            f"a thread of {_num(t['thread_messages'])} messages"
+        )
+    return ["; ".join(parts) + ".", ""]
 
 
 def _md_b4(b4: dict[str, Any]) -> list[str]:
     goal = b4["goal_p95_ms"]
     shape = b4.get("shape", {})
+    searches = b4.get("searches", {})
+    filters = {"dates": " + after/before", "thread": " + thread_id"}
     lines = [
         "## B4 — history at scale",
         "",
-        f"Heavy user: {shape.get('heavy', '10 %')}; {_num(shape.get('users'))} users. "
-        f"pg_trgm + btree_gin on this server: {_num(b4['pg_trgm'])}. Queries of fewer than 3 "
-        "letters/digits in a row search the newest "
-        f"{_num(b4.get('recent_messages'))} stored messages (items `n of newest N`: N visible "
-        "ones searched); longer ones first the newest "
-        f"{_num(b4.get('first_pass_messages'))}, then the per-user trigram index. Search "
-        "terms: "
-        + ", ".join(f"`{k}`=`{v}`" for k, v in b4["search_terms"].items())
+        f"Heavy user: {shape.get('heavy', '10 %')}; {_num(shape.get('users'))} users; "
+        f"searches through `LookbackService` with limit {_num(b4.get('limit'))}. "
+        f"`message_search` on this server: {_num(b4.get('search_table'))}. Queries: "
+        + ", ".join(
+            f"`{k}`=`{v['query']}`{filters.get(v.get('filter') or '', '')}"
+            for k, v in searches.items()
+        )
         + f". ✓/✗ = p95 ≤ {goal:.0f} ms; (n=…) marks a variant retired early after its time "
-        "budget (slow ones stop sampling; fast ones keep going). `trgm_cold`: every sample "
-        "right after evicting the history tables from PostgreSQL's and the OS's caches "
-        "(benchmarks/_b4_cold.py).",
+        "budget. `ranked`: the product's index as migrated; `ranked_cold`: every sample right "
+        "after evicting the history tables from PostgreSQL's and the OS's caches "
+        "(benchmarks/_b4_cold.py); `no_btree_gin`: the migration's index for a server without "
+        "btree_gin. Items: hits returned, and for needle queries how many of the heavy user's "
+        "three needle messages are among them.",
         "",
     ]
-    order = ["no_index", "trgm", "trgm_cold"]
-    phases = sorted({p for s in b4["stages"] for p in s["phases"]}, key=order.index)
+    phases = [p for p in _B4_PHASES if any(p in s["phases"] for s in b4["stages"])]
     header = ["kind"] + [
         f"{s['total_messages']:,} rows (heavy {s['heavy_messages']:,})" for s in b4["stages"]
     ]
     for phase in phases:
-        variants = ("shipped",) if phase == "trgm_cold" else ("shipped", "custom_plan")
+        variants = ("shipped",) if phase.endswith("_cold") else ("shipped", "custom_plan")
         for variant in variants:
             rows = []
             for kind in b4["kinds"]:
                 row = [f"`{kind}`"]
                 for stage in b4["stages"]:
                     ph = stage["phases"].get(phase)
-                    row.append(
-                        "–" if ph is None else _cell(ph["kinds"][kind][variant], goal, ph["rounds"])
-                    )
+                    row.append("–" if ph is None else _b4_cell(ph, kind, variant, goal))
                 rows.append(row)
             lines += [f"**p50 / p95 ms — phase: `{phase}`, engine: `{variant}`**", ""]
             lines += _table(header, rows)
     for stage in b4["stages"]:
-        index = stage.get("trgm_index")
-        lines += [
-            f"**Stage {stage['total_messages']:,} rows**: loaded in {_num(stage['load_s'])} s "
-            f"({_num(stage['load_rows_per_s'])} rows/s)"
-            + (
-                f"; per-user trigram index built in {_num(index['build_s'])} s, "
-                f"{index['index_bytes'] / 2**20:.1f} MiB "
-                f"(table {index['table_bytes'] / 2**20:.1f} MiB)"
-                if index
-                else ""
-            )
-            + ".",
-            "",
-        ]
+        lines += _md_b4_stage(stage)
         for phase, ph in stage["phases"].items():
             lines += _md_b4_plans(b4, phase, ph)
     return lines
