@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import psycopg
-from benchmarks.datagen import TERMS, HistoryGenerator, generate
+from benchmarks.datagen import CJK_WORDS, EN_WORDS, TERMS, HistoryGenerator, generate
 
 from yuxi.bootstrap import Container
 
@@ -102,3 +102,29 @@ def test_only_heavy_user(database_url: str) -> None:
         data = generate(conn, users=1, messages=120, heavy_user_messages=120, uid_prefix="solo")
         assert _scalar(conn, "SELECT count(*) FROM messages WHERE uid = %s", data.heavy_uid) == 120
     assert data.uids == [data.heavy_uid]
+
+
+def test_multi_term_queries_use_the_vocabulary() -> None:
+    """B4's multi-term queries are built from words the generator writes."""
+    english = [TERMS["common_en"], *TERMS["common_en_more"].split(), *TERMS["phrase_en"].split()]
+    chinese = [TERMS["common_cjk"], *TERMS["common_cjk_more"].split()]
+    assert all(word in EN_WORDS for word in english), english
+    assert all(word in CJK_WORDS for word in chinese), chinese
+    # the needle phrase's words are in no vocabulary: only the needle messages hold them
+    assert not set(TERMS["phrase_rare_en"].split()) & set(EN_WORDS)
+
+
+def test_phrases_occur_where_documented(database_url: str) -> None:
+    with psycopg.connect(database_url) as conn:
+        data = generate(conn, users=3, messages=6000, heavy_user_messages=3000, seed=3)
+        phrase = _scalar(
+            conn, "SELECT count(*) FROM messages WHERE content ILIKE %s", f"%{TERMS['phrase_en']}%"
+        )
+        rare = _scalar(
+            conn,
+            "SELECT count(*) FROM messages WHERE uid = %s AND content LIKE %s",
+            data.heavy_uid,
+            f"%{TERMS['phrase_rare_en']}%",
+        )
+    assert 0 < phrase < 60  # by chance: about 1 message in 1,500
+    assert rare == 3  # the needles
