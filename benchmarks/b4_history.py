@@ -354,13 +354,16 @@ _WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE|MERGE)\b", re.IGNORECASE)
 
 def _scan_nodes(plan: dict[str, Any]) -> list[str]:
     """Access paths of ``messages`` and ``message_search`` in an EXPLAIN JSON plan, with the
-    rows each returned (all loops): ``Bitmap[ix_a & ix_b] message_search 41,520 rows``…"""
+    rows each returned (all loops): ``Bitmap[(ix_a & ix_b)] message_search 41,520 rows``…"""
     found: list[str] = []
 
-    def bitmap_indexes(node: dict[str, Any]) -> list[str]:
-        if node.get("Node Type") == "Bitmap Index Scan":
-            return [str(node.get("Index Name"))]
-        return [name for child in node.get("Plans", []) for name in bitmap_indexes(child)]
+    def bitmap(node: dict[str, Any]) -> str:
+        ntype = node.get("Node Type")
+        if ntype == "Bitmap Index Scan":
+            return str(node.get("Index Name"))
+        parts = [bitmap(child) for child in node.get("Plans", [])]
+        joined = (" & " if ntype == "BitmapAnd" else " | ").join(parts)
+        return f"({joined})" if len(parts) > 1 else joined
 
     def walk(node: dict[str, Any]) -> None:
         relation = node.get("Relation Name")
@@ -368,7 +371,7 @@ def _scan_nodes(plan: dict[str, Any]) -> list[str]:
             ntype = str(node.get("Node Type", ""))
             rows = int(node.get("Actual Rows", 0) * node.get("Actual Loops", 1))
             if ntype == "Bitmap Heap Scan":
-                label = f"Bitmap[{' & '.join(bitmap_indexes(node))}]"
+                label = f"Bitmap[{' '.join(bitmap(child) for child in node.get('Plans', []))}]"
             else:
                 label = ntype + (" Backward" if node.get("Scan Direction") == "Backward" else "")
                 if node.get("Index Name"):
@@ -461,18 +464,12 @@ def _op(
         search = SEARCHES[kind]
         filters = _filters(search, targets)
 
-        async def call() -> Any:
-            try:
-                return await memory.search_thread_messages(
+        async def search_call(_: int) -> None:
+            result, _ = await tool_outcome(
+                lambda: memory.search_thread_messages(
                     uid=targets.uid, query=search.query, limit=SEARCH_LIMIT, **filters
                 )
-            except TypeError:  # TEMPORARY: the search before migration 0008 has no filters
-                return await memory.search_thread_messages(
-                    uid=targets.uid, query=search.query, limit=SEARCH_LIMIT
-                )
-
-        async def search_call(_: int) -> None:
-            result, _ = await tool_outcome(call)
+            )
             checks[name] = _found(result, search, targets)
 
         return search_call
