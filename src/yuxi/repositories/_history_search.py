@@ -1,0 +1,421 @@
+"""The SQL of ``search_thread_messages``: BM25 over the caller's visible messages.
+
+A message's terms are ``message_search.terms`` (migration 0008 defines ``yuxi_search_terms``,
+the one definition of a term, and keeps the table by triggers); a query's terms come from the
+same function (:func:`terms_statement`). The score is Lucene's BM25, the variant ``bm25s``
+calls ``lucene``::
+
+    idf(t)     = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    score(d)   = Σ_t idf(t) · tf(t, d) / (tf(t, d) + K1 · (1 - B + B · |d| / avgdl))
+
+where N, avgdl and df are taken over the *corpus*: every visible message of the caller (the
+searching run's own messages left out), or, when the caller's history is large and a query
+term is common in it, the newest ``SEARCH_WINDOW_MESSAGES`` visible messages within the
+filters together with every holder of a rarer term (see :mod:`yuxi.limits`). Filters
+(``after``, ``before``, one thread) and quoted phrases choose which of the corpus may be
+*returned*; they do not change the statistics of the full corpus.
+
+Visibility is never a Python filter: every statement carries the rule of
+:mod:`~yuxi.repositories._history_visibility` (the visible threads as a CTE), so ``LIMIT``
+only ever counts rows the caller may see. Statements are built once per shape
+(``functools.cache``) with bind parameters; every term is a parameter.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from sqlalchemy import (
+    ARRAY,
+    CTE,
+    BigInteger,
+    ColumnElement,
+    DateTime,
+    Float,
+    Integer,
+    Select,
+    Text,
+    bindparam,
+    cast,
+    exists,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    union,
+)
+from sqlalchemy.dialects.postgresql import array
+
+from yuxi.db.models import Conversation, Message, MessageSearch
+
+from . import _history_params as p
+from ._history_params import Statement
+from ._history_visibility import (
+    not_of_run,
+    own_run_chain,
+    visible_conversation,
+    visible_message,
+)
+
+__all__ = [
+    "K1",
+    "LIKE_ESCAPE",
+    "B",
+    "corpus_statement",
+    "details_statement",
+    "escape_like",
+    "probe_statement",
+    "rank_statement",
+    "split_phrases",
+    "terms_statement",
+    "thread_filter_statement",
+]
+
+#: BM25's term-frequency saturation and length normalisation: the usual values (Lucene's ``b``;
+#: ``k1`` as ``bm25s`` defaults to, the library the benchmarks compare with).
+K1 = 1.5
+B = 0.75
+
+LIKE_ESCAPE = "\\"
+
+S = MessageSearch
+_TERMS = bindparam("terms", type_=ARRAY(Text()))
+_RARE = bindparam("rare_terms", type_=ARRAY(Text()))
+_TEXTS = bindparam("texts", type_=ARRAY(Text()))
+_AFTER = bindparam("after", type_=DateTime(timezone=True))
+_BEFORE = bindparam("before", type_=DateTime(timezone=True))
+_DOCS = bindparam("docs", type_=Float())
+_AVGDL = bindparam("avgdl", type_=Float())
+_CAP = bindparam("cap", type_=Integer())
+_IDS = bindparam("ids", type_=ARRAY(BigInteger()))
+
+
+def _term(i: int) -> Any:
+    return bindparam(f"t{i}", type_=Text())
+
+
+def escape_like(value: str) -> str:
+    """``value`` as a literal for ``LIKE … ESCAPE '\\'``: the escape itself first, then % and _."""
+    return (
+        value.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
+        .replace("%", LIKE_ESCAPE + "%")
+        .replace("_", LIKE_ESCAPE + "_")
+    )
+
+
+# -- the query ---------------------------------------------------------------------------------
+
+#: A quoted phrase: straight double quotes, or typographic ones (as models often write them).
+_PHRASE = re.compile(r'"([^"]*)"|\u201c([^\u201d]*)\u201d')
+
+
+def split_phrases(query: str) -> tuple[str, list[str]]:
+    """``(free text, quoted phrases)`` of ``query``. A phrase is what stands between a pair of
+    quotes, stripped; an empty one is ignored, an unpaired quote is ordinary text."""
+    phrases: list[str] = []
+
+    def take(match: re.Match[str]) -> str:
+        phrase = (match.group(1) if match.group(1) is not None else match.group(2)).strip()
+        if phrase:
+            phrases.append(phrase)
+        return " "
+
+    return _PHRASE.sub(take, query), phrases
+
+
+@functools.cache
+def _terms() -> Select[*tuple[Any, ...]]:
+    texts = func.unnest(_TEXTS).table_valued("value", with_ordinality="ord").render_derived()
+    return select(texts.c.ord, func.yuxi_search_terms(texts.c.value)).order_by(texts.c.ord)
+
+
+def terms_statement(texts: list[str]) -> Statement:
+    """The terms of each of ``texts`` (in order): ``yuxi_search_terms``, as for messages."""
+    return _terms(), {"texts": texts}
+
+
+# -- the visible threads and the corpus ----------------------------------------------------
+
+
+def _visible_threads() -> CTE:
+    return (
+        select(Conversation.id, Conversation.searchable_messages, Conversation.searchable_terms)
+        .where(*visible_conversation(p.UID))
+        .cte("visible_threads")
+        .prefix_with("MATERIALIZED")
+    )
+
+
+def _searchable(visible: CTE, own_run: bool) -> list[ColumnElement[bool]]:
+    """A row of ``message_search`` the caller may find: their own, in a visible thread, not of
+    the searching run (or the runs it resumes)."""
+    return [
+        S.uid == p.UID,
+        S.conversation_id.in_(select(visible.c.id)),
+        *not_of_run(p.UID, p.RUN if own_run else None, S),
+    ]
+
+
+def _returnable() -> list[ColumnElement[bool]]:
+    """The filters: which corpus rows may be returned (``NULL``: no such filter)."""
+    return [
+        or_(_AFTER.is_(None), S.created_at >= _AFTER),
+        or_(_BEFORE.is_(None), S.created_at < _BEFORE),
+        or_(p.CONVERSATION.is_(None), S.conversation_id == p.CONVERSATION),
+    ]
+
+
+@functools.cache
+def _corpus(own_run: bool) -> Select[*tuple[Any, ...]]:
+    visible = _visible_threads()
+    threads = select(
+        func.coalesce(func.sum(visible.c.searchable_messages), 0).label("docs"),
+        func.coalesce(func.sum(visible.c.searchable_terms), 0).label("terms"),
+    ).subquery("threads")
+    if not own_run:
+        return select(threads.c.docs, threads.c.terms)
+    own = (
+        select(
+            func.count().label("docs"),
+            func.coalesce(func.sum(func.cardinality(S.terms)), 0).label("terms"),
+        )
+        .where(
+            S.run_id.in_(own_run_chain(p.UID, p.RUN)),
+            S.uid == p.UID,
+            S.conversation_id.in_(select(visible.c.id)),
+        )
+        .subquery("own")
+    )
+    return select(threads.c.docs - own.c.docs, threads.c.terms - own.c.terms)
+
+
+def corpus_statement(uid: str, current_run_id: str | None) -> Statement:
+    """``(docs, terms)``: how many visible messages the caller has (the searching run's own left
+    out) and how many terms they hold: the running totals of the visible threads."""
+    return _corpus(current_run_id is not None), {"uid": uid, "run_id": current_run_id}
+
+
+# -- which terms are common --------------------------------------------------------------------
+
+
+@functools.cache
+def _probe(own_run: bool) -> Select[*tuple[Any, ...]]:
+    visible = _visible_threads()
+    terms = func.unnest(_TERMS).table_valued("term", with_ordinality="ord").render_derived()
+    holders = (
+        select(S.message_id)
+        .where(S.terms.contains(array([terms.c.term])), *_searchable(visible, own_run))
+        .limit(_CAP)
+        .correlate(terms)
+        .subquery("holders")
+    )
+    held = select(func.count()).select_from(holders).scalar_subquery()
+    return select(terms.c.ord, held.label("holders")).select_from(terms).order_by(terms.c.ord)
+
+
+def probe_statement(uid: str, terms: list[str], cap: int, current_run_id: str | None) -> Statement:
+    """For each of ``terms`` (in order): how many visible messages hold it, counted up to
+    ``cap`` (a count of ``cap`` means *at least*): at most ``cap`` rows read per term."""
+    return _probe(current_run_id is not None), {
+        "uid": uid,
+        "terms": terms,
+        "cap": cap,
+        "run_id": current_run_id,
+    }
+
+
+# -- ranking ---------------------------------------------------------------------------------
+
+
+def _with_frequencies(query: Select[*tuple[Any, ...]], n: int) -> Select[*tuple[Any, ...]]:
+    return query.add_columns(
+        func.cardinality(S.terms).label("dl"),
+        *(
+            func.cardinality(func.array_positions(S.terms, _term(i))).label(f"tf{i}")
+            for i in range(n)
+        ),
+    )
+
+
+def _phrase_conditions(phrases: int) -> list[ColumnElement[bool]]:
+    """Each quoted phrase: its terms in the row (the index's work), then the phrase itself,
+    case-insensitive, in the message (read only for those rows)."""
+    conditions: list[ColumnElement[bool]] = []
+    for k in range(phrases):
+        terms = bindparam(f"phrase_terms{k}", type_=ARRAY(Text()))
+        pattern = bindparam(f"phrase_pattern{k}", type_=Text())
+        conditions.append(S.terms.contains(terms))
+        conditions.append(
+            exists()
+            .where(Message.id == S.message_id)
+            .where(Message.content.ilike(pattern, escape=LIKE_ESCAPE))
+        )
+    return conditions
+
+
+@functools.cache
+def _rank(n: int, phrases: int, windowed: bool, own_run: bool) -> Select[*tuple[Any, ...]]:
+    visible = _visible_threads()
+    base = select(S.message_id, S.created_at, S.conversation_id)
+    if windowed:
+        # The corpus: the newest visible messages within the filters, and every holder of a
+        # rare term within them. Its statistics are its own.
+        newest = (
+            select(S.message_id)
+            .where(*_searchable(visible, own_run), *_returnable())
+            .order_by(S.created_at.desc(), S.message_id.desc())
+            .limit(p.WINDOW)
+        )
+        rare = select(S.message_id).where(
+            *_searchable(visible, own_run), *_returnable(), S.terms.overlap(_RARE)
+        )
+        members = union(newest, rare).subquery("members")
+        corpus = (
+            _with_frequencies(base, n)
+            .where(S.message_id.in_(select(members.c.message_id)))
+            .cte("corpus")
+            .prefix_with("MATERIALIZED")
+        )
+        docs: ColumnElement[Any] = cast(func.count(), Float)
+        avgdl: ColumnElement[Any] = func.coalesce(
+            cast(func.avg(corpus.c.dl), Float), literal(1.0, Float)
+        )
+        candidates = corpus
+    else:
+        candidates = (
+            _with_frequencies(base, n)
+            .where(*_searchable(visible, own_run), S.terms.overlap(_TERMS))
+            .cte("candidates")
+            .prefix_with("MATERIALIZED")
+        )
+        docs = _DOCS
+        avgdl = _AVGDL
+    tf = [candidates.c[f"tf{i}"] for i in range(n)]
+    stats = select(
+        cast(docs, Float).label("docs"),
+        cast(avgdl, Float).label("avgdl"),
+        *(cast(func.count().filter(tf[i] > 0), Float).label(f"df{i}") for i in range(n)),
+    ).subquery("stats")
+    weights = (
+        select(
+            stats.c.docs,
+            (literal(K1 * B, Float) / func.greatest(stats.c.avgdl, 1e-9)).label("per_term"),
+            *(
+                func.ln(
+                    1.0 + (stats.c.docs - stats.c[f"df{i}"] + 0.5) / (stats.c[f"df{i}"] + 0.5)
+                ).label(f"idf{i}")
+                for i in range(n)
+            ),
+        )
+        .cte("weights")
+        .prefix_with("MATERIALIZED")
+    )
+    norm = literal(K1 * (1 - B), Float) + weights.c.per_term * candidates.c.dl
+    score = sum(
+        (weights.c[f"idf{i}"] * cast(tf[i], Float) / (cast(tf[i], Float) + norm) for i in range(n)),
+        start=literal(0.0, Float),
+    ).label("score")
+    ranked = select(
+        candidates.c.message_id,
+        candidates.c.created_at,
+        score,
+        weights.c.docs,
+        *tf,
+        *(weights.c[f"idf{i}"] for i in range(n)),
+    ).select_from(candidates.join(weights, literal(True)))
+    # Only rows holding a term can score; the filters and phrases pick what may be returned.
+    returnable = (
+        select(S.message_id)
+        .where(S.message_id == candidates.c.message_id)
+        .where(*_returnable(), *_phrase_conditions(phrases))
+        .exists()
+    )
+    holds_a_term = or_(*(t > 0 for t in tf)) if n else false()
+    return (
+        ranked.where(holds_a_term, returnable)
+        .order_by(score.desc(), candidates.c.message_id.desc())
+        .limit(p.LIMIT)
+    )
+
+
+def rank_statement(
+    uid: str,
+    terms: list[str],
+    *,
+    phrases: list[tuple[list[str], str]],
+    limit: int,
+    current_run_id: str | None,
+    after: Any,
+    before: Any,
+    conversation_id: int | None,
+    docs: int | None = None,
+    avgdl: float | None = None,
+    rare_terms: list[str] | None = None,
+    window: int | None = None,
+) -> Statement:
+    """The best ``limit`` matches: ``(message_id, created_at, score, tf0.., idf0..)``.
+
+    ``docs``/``avgdl`` (from :func:`corpus_statement`): rank over the full corpus. ``window``
+    and ``rare_terms``: rank over the windowed corpus instead (its statistics computed here).
+    ``phrases``: ``(terms, phrase)`` pairs every returned row must hold.
+    """
+    windowed = window is not None
+    statement = _rank(len(terms), len(phrases), windowed, current_run_id is not None)
+    values: dict[str, Any] = {
+        "uid": uid,
+        "terms": terms,
+        "limit": limit,
+        "run_id": current_run_id,
+        "after": after,
+        "before": before,
+        "conversation_id": conversation_id,
+        "docs": docs,
+        "avgdl": avgdl,
+        "rare_terms": rare_terms or [],
+        "window": window,
+    }
+    values.update({f"t{i}": term for i, term in enumerate(terms)})
+    for k, (phrase_terms, phrase) in enumerate(phrases):
+        values[f"phrase_terms{k}"] = phrase_terms
+        values[f"phrase_pattern{k}"] = "%" + escape_like(phrase) + "%"
+    return statement, values
+
+
+# -- the returned rows -----------------------------------------------------------------------
+
+
+@functools.cache
+def _details() -> Select[*tuple[Any, ...]]:
+    return (
+        select(
+            Message.id.label("message_id"),
+            Message.role,
+            Message.content,
+            Message.created_at,
+            Conversation.thread_id,
+            Conversation.title,
+        )
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .where(Message.id == func.any(_IDS))
+        .where(*visible_message(p.UID), *visible_conversation(p.UID))
+    )
+
+
+def details_statement(uid: str, ids: list[int]) -> Statement:
+    """What is shown of the ranked rows (the visibility rule applied again)."""
+    return _details(), {"uid": uid, "ids": ids}
+
+
+@functools.cache
+def _thread_filter() -> Select[*tuple[Any, ...]]:
+    return select(Conversation.id).where(
+        Conversation.thread_id == p.THREAD, *visible_conversation(p.UID)
+    )
+
+
+def thread_filter_statement(uid: str, thread_id: str) -> Statement:
+    """The id of ``thread_id`` if the caller may see it (else no row)."""
+    return _thread_filter(), {"uid": uid, "thread_id": thread_id}
