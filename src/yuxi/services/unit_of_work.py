@@ -80,9 +80,10 @@ class UnitOfWork:
             return
         if self._committed and not session.in_transaction():
             # Committed: the connection went back to the pool with the commit, so closing only
-            # forgets the loaded rows (no I/O, nothing a cancellation could interrupt). Done
-            # inline: no task to schedule and wait for.
-            await session.close()
+            # detaches the loaded rows — no I/O, so it needs neither the greenlet every awaited
+            # session call runs in, nor a task to schedule and wait for, and a cancellation has
+            # nothing to interrupt.
+            session.sync_session.close()
             return
         # Like AsyncSession.__aexit__: end the session in its own task, shielded, so that a
         # cancelled caller cannot leak a checked-out connection (or the transaction and
