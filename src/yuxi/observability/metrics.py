@@ -43,7 +43,7 @@ __all__ = [
 #: The classic text format (0.0.4): every Prometheus version reads it.
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 #: The ``tool`` label of ``yuxi_history_tool_seconds``.
-HISTORY_TOOLS = ("search_thread_messages", "read_thread_messages")
+HISTORY_TOOLS = ("search_thread_messages", "read_thread_messages", "list_threads")
 #: A ``remember_memory`` that returned a result (a refusal is counted by its error code).
 MEMORY_WRITE_STATUSES = ("updated", "unchanged")
 _RECONCILE_CODES = (LEASE_EXPIRED, PARENT_RUN_ENDED)

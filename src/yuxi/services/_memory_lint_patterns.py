@@ -217,8 +217,8 @@ _IGNORE_ZH = re.compile(
 _ROLE_ZH = re.compile(r"你现在是|从现在(?:开始|起)[,，]?你(?:是|要|必须|将|应该|只能)")
 _META_ZH = re.compile(r"系统提示词?|系统指令|不要告诉用户")
 _AGENT_TOOLS = (
-    r"(?:remember_memory|search_thread_messages|read_thread_messages|read_workspace_file"
-    r"|write_workspace_file|edit_workspace_file|delegate_to_subagent)"
+    r"(?:remember_memory|search_thread_messages|read_thread_messages|list_threads"
+    r"|read_workspace_file|write_workspace_file|edit_workspace_file|delegate_to_subagent)"
 )
 _TOOL_SYNTAX = re.compile(
     r"\b" + _AGENT_TOOLS + r"\s*\("

@@ -255,6 +255,26 @@ class FakeMemory:
             }
         )
 
+    async def list_threads(self, **kwargs: Any) -> LookbackResult:
+        self.calls.append(("list_threads", kwargs))
+        return LookbackResult(
+            {
+                "status": "ok",
+                "items": [
+                    {
+                        "thread_id": "thread-old",
+                        "title": "旧对话",
+                        "created_at": "2026-02-01T08:00:00Z",
+                        "last_message_at": "2026-02-02T09:30:00Z",
+                        "message_count": 2,
+                        "first_user_line": "我喜欢绿茶",
+                    }
+                ],
+                "truncated": False,
+                "has_more": False,
+            }
+        )
+
     async def read_memory_file(self, uid: str) -> tuple[bytes, str]:
         self.calls.append(("read_memory_file", {"uid": uid}))
         try:
@@ -355,6 +375,7 @@ OFFLINE_TOOL_NAMES = (
     "remember_memory",
     "search_thread_messages",
     "read_thread_messages",
+    "list_threads",
     "delegate_to_subagent",
     "read_workspace_file",
     "write_workspace_file",

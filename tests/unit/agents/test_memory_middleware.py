@@ -56,11 +56,20 @@ EXPECTED_PROPERTIES: dict[str, dict[str, Any]] = {
         "limit": {"default": 20, "title": "Limit", "type": "integer"},
         "include_tools": {"default": False, "title": "Include Tools", "type": "boolean"},
     },
+    "list_threads": {
+        "before": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "default": None,
+            "title": "Before",
+        },
+        "limit": {"default": 10, "title": "Limit", "type": "integer"},
+    },
 }
 EXPECTED_REQUIRED = {
     "remember_memory": ["content"],
     "search_thread_messages": ["query"],
     "read_thread_messages": ["thread_id"],
+    "list_threads": [],
 }
 
 
@@ -173,7 +182,7 @@ async def test_snapshot_is_reported_once_with_hash_and_size(tmp_path: Path) -> N
 # -- tools and their model-visible schemas ------------------------------------------------------
 
 
-async def test_exactly_three_tools_with_exact_schemas(tmp_path: Path) -> None:
+async def test_exactly_four_tools_with_exact_schemas(tmp_path: Path) -> None:
     mw = await _middleware(_setup(tmp_path, "tea"))
 
     assert tuple(t.name for t in mw.tools) == MEMORY_TOOL_NAMES
@@ -253,6 +262,7 @@ async def test_tools_fail_closed_without_a_trusted_identity(
             "limit": 20,
             "include_tools": False,
         },
+        "list_threads": {"before": None, "limit": 10},
     }
     for tool in mw.tools:
         assert isinstance(tool, StructuredTool)
@@ -268,9 +278,10 @@ async def test_tools_fail_closed_without_a_trusted_identity(
 async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
     memory = _setup(tmp_path, "tea")
     mw = await _middleware(memory)
-    search, read = (t for t in mw.tools if t.name != "remember_memory")
+    search, read, listing = (t for t in mw.tools if t.name != "remember_memory")
     assert isinstance(search, StructuredTool) and isinstance(read, StructuredTool)
     assert search.coroutine is not None and read.coroutine is not None
+    assert isinstance(listing, StructuredTool) and listing.coroutine is not None
 
     out = _content(await search.coroutine(query="绿茶", limit=3, runtime=_runtime(CTX)))
     assert '"title":"旧对话"' in out  # compact, non-ASCII kept
@@ -289,6 +300,9 @@ async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
             "include_tools": True,
         }
     ]
+    out = _content(await listing.coroutine(before="2026-03-01", limit=2, runtime=_runtime(CTX)))
+    assert json.loads(out)["items"][0]["thread_id"] == "thread-old"
+    assert memory.calls_to("list_threads") == [{"uid": CTX.uid, "before": "2026-03-01", "limit": 2}]
 
 
 async def test_service_exception_becomes_a_structured_error(tmp_path: Path) -> None:

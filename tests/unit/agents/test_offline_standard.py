@@ -131,6 +131,7 @@ _EXAMPLES: dict[str, dict[str, Any]] = {
         "limit": 20,
         "include_tools": True,
     },
+    "list_threads": {"before": "2026-03-01", "limit": 10},
     "read_workspace_file": {"path": "notes/a.md"},
     "write_workspace_file": {"path": "notes/a.md", "content": "你好"},
     "edit_workspace_file": {"path": "notes/a.md", "old": "你好", "new": "再见"},
@@ -159,6 +160,10 @@ class TestSearchThreadMessagesTool(_OurTool):
 
 class TestReadThreadMessagesTool(_OurTool):
     name = "read_thread_messages"
+
+
+class TestListThreadsTool(_OurTool):
+    name = "list_threads"
 
 
 class TestReadWorkspaceFileTool(_OurTool):

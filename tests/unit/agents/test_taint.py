@@ -36,6 +36,7 @@ from yuxi.workspace.filesystem import MEMORY_PATH
 UNTRUSTED_TOOLS = (
     "search_thread_messages",
     "read_thread_messages",
+    "list_threads",
     "read_workspace_file",
     "delegate_to_subagent",
     "write_workspace_file",

@@ -76,7 +76,7 @@ async def build_chatbot_graph(
 
     ``system_prompt`` is the shared context (:func:`build_agent_input_context`). The memory
     switch is re-queried here; when on, the memory middleware adds the memory block and the
-    three memory tools; when off, the system prompt ends with ``MEMORY_OFF_NOTE`` (the model
+    four memory tools; when off, the system prompt ends with ``MEMORY_OFF_NOTE`` (the model
     can tell the user memory is off, not that it is empty). The generic write/edit tools pause
     for human approval, and so does ``remember_memory`` in a tainted run (after untrusted
     input; see :mod:`yuxi.agents.middlewares.taint`); the generic tools may touch MEMORY.md only

@@ -92,6 +92,28 @@ def _read(payload: dict[str, Any], args: Mapping[str, Any]) -> str | None:
     return "\n".join(lines)
 
 
+def _listed(payload: dict[str, Any], args: Mapping[str, Any]) -> str | None:
+    items = payload.get("items")
+    if not isinstance(items, list):
+        return None
+    when = f" before {args['before']}" if args.get("before") else ""
+    if not items:
+        return f"I found no past conversations{when}."
+    noun = "conversation" if len(items) == 1 else "conversations"
+    lines = [f"Your {len(items)} most recent past {noun}{when}:"]
+    for item in items:
+        if isinstance(item, dict):
+            title = _one_line(item.get("title") or "Untitled")
+            where = (
+                f"thread {item.get('thread_id')}, last message {item.get('last_message_at')}, "
+                f"{item.get('message_count')} messages"
+            )
+            lines.append(f"- «{title}» ({where}): {_one_line(item.get('first_user_line', ''))}")
+    if payload.get("has_more"):
+        lines.append("(There are older ones.)")
+    return "\n".join(lines)
+
+
 def _file_read(payload: dict[str, Any], _: Mapping[str, Any]) -> str | None:
     content = payload.get("content")
     if not isinstance(content, str):
@@ -119,6 +141,7 @@ _DESCRIBE: dict[str, _Describe] = {
     "remember_memory": _remembered,
     "search_thread_messages": _found,
     "read_thread_messages": _read,
+    "list_threads": _listed,
     "read_workspace_file": _file_read,
     "write_workspace_file": _file_written,
     "edit_workspace_file": _file_written,

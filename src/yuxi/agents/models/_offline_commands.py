@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 #: The tools that exist only while the user's memory switch is on.
-MEMORY_TOOLS = ("remember_memory", "search_thread_messages", "read_thread_messages")
+MEMORY_TOOLS = ("remember_memory", "search_thread_messages", "read_thread_messages", "list_threads")
 
 _C = r"\s*[:：]\s*"
 #: The memory block: markers that carry the run's nonce; only the closing one with the same
@@ -61,6 +61,10 @@ _READ_TAIL = r"(?:\s+at\s+(?P<mid>\d+))?(?P<tools>\s+with\s+tools)?\s*$"
 _READ = (
     _rx(rf"^read thread{_C}(?P<tid>\S+?){_READ_TAIL}", _I),
     _rx(rf"^读取线程{_C}(?P<tid>\S+?){_READ_TAIL}", _I),
+)
+_RECENT = (
+    _rx(r"^recent threads(?:\s+before\s+(?P<before>\S+))?\s*$", _I),
+    _rx(rf"^最近线程(?:(?:{_C}|\s+)(?P<before>[^\s之]+)\s*之前)?\s*$"),
 )
 _RECALL = (_rx(r"^what do you remember\s*\??$", _I), _rx(r"^你记得什么\s*[?？]?$"))
 _DELEGATE = (_rx(rf"^delegate{_C}(?P<text>.+)$", _I), _rx(rf"^委派{_C}(?P<text>.+)$"))
@@ -106,6 +110,10 @@ def parse(text: str) -> Intent:
         if found["tools"] is not None:
             read_args["include_tools"] = True
         return Intent("read_thread_messages", read_args, zh, "read")
+    if m := _match(_RECENT, text):
+        found, zh = m
+        recent_args = {} if found["before"] is None else {"before": found["before"]}
+        return Intent("list_threads", recent_args, zh, "recent")
     if m := _match(_RECALL, text):
         return Intent(None, {}, m[1], "recall")
     if m := _match(_DELEGATE, text):

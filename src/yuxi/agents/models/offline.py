@@ -9,6 +9,7 @@ Chinese, ``:`` or ``：``)::
     correct memory: OLD => NEW          / 纠正记忆：OLD => NEW → remember_memory(NEW, replaces=OLD)
     search history: QUERY               / 搜索历史：QUERY      → search_thread_messages(query)
     read thread: ID [at N] [with tools] / 读取线程：ID …       → read_thread_messages(...)
+    recent threads [before DATE]        / 最近线程[：DATE之前]  → list_threads([before=DATE])
     what do you remember?               / 你记得什么？          → quotes its memory block
     delegate: TASK                      / 委派：TASK           → delegate_to_subagent(task)
     read file: PATH                     / 读取文件：PATH       → read_workspace_file(path)
