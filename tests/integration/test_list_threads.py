@@ -573,6 +573,32 @@ async def test_updated_at_is_never_older_than_the_last_message_on_the_write_path
     assert set(ids(listed)) == set(threads)
 
 
+async def test_the_offline_model_lists_recent_threads_through_the_tool(
+    container: Container, worker: Worker
+) -> None:
+    uid = await make_user(container)
+    old = await new_thread(container, uid, chat("about oolong tea", T0), title="Tea")
+    await new_thread(container, uid, chat("about March", datetime(2026, 3, 2, tzinfo=UTC)))
+    chat_service = container.services.chat
+    thread = (await chat_service.create_thread(uid)).thread_id
+    run, _ = await chat_service.submit(uid, thread, "recent threads before 2026-03-01")
+    assert await worker.run_once()
+    finished = await chat_service.get_run(uid, run.id)
+    assert finished.status == "completed"
+    ends = [
+        e.data
+        for e in await chat_service.events_after(uid, run.id)
+        if e.event_type == "tool_end" and e.data.get("name") == "list_threads"
+    ]
+    assert len(ends) == 1 and ends[0]["status"] == "success", ends
+    result = ends[0]["result"]
+    payload = json.loads(result) if isinstance(result, str) else result
+    assert ids(payload) == [old.thread_id]  # not March's, nor the asking thread
+    reply = (await chat_service.get_thread(uid, thread)).messages[-1]
+    assert reply.role == "assistant"
+    assert "«Tea»" in reply.content and "before 2026-03-01" in reply.content
+
+
 async def test_statement_probes_only_the_threads_near_the_top(
     container: Container, database_url: str
 ) -> None:
