@@ -105,7 +105,7 @@ def fact(r: int) -> str:
 
 
 def appended(base: str, content: str) -> bytes:
-    """The file ``remember_memory`` produces for an add (DESIGN.md §4)."""
+    """The file ``remember_memory`` produces for an add (docs/design.md §5.4)."""
     head = base.rstrip()
     return ((head + "\n\n" + content + "\n") if head else content + "\n").encode("utf-8")
 

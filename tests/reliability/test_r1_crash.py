@@ -36,7 +36,7 @@ RESET_TEXT = "r1 reset baseline\n"
 
 
 def appended(base: str, content: str) -> str:
-    """The add rule of DESIGN.md §4, written independently of the product code."""
+    """The add rule of docs/design.md §5.4, written independently of the product code."""
     head = base.rstrip()
     return f"{head}\n\n{content}\n" if head else f"{content}\n"
 

@@ -1,6 +1,6 @@
 """User-level long-term memory: the read side, the one write tool, user edits.
 
-Owner of ``load_memory_prompt`` and ``remember_memory`` (DESIGN.md §2); the history tools are
+Owner of ``load_memory_prompt`` and ``remember_memory`` (docs/design.md §2); the history tools are
 :mod:`yuxi.services.lookback_service`, the whole-file writes (the owner's, and an agent's generic
 file tools) are :mod:`yuxi.services._memory_edits`, the pure text rules are
 :mod:`yuxi.services._memory_text`, and the versions every write records are
