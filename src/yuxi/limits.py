@@ -43,15 +43,24 @@ SEARCH_QUERY_MAX_CHARS = 256
 SEARCH_MAX_ITEMS = 10
 SEARCH_SNIPPET_BYTES = 512
 SEARCH_RESPONSE_BYTES = 16 * KIB
-#: Queries shorter than this (in characters) have no trigram: a trigram index cannot serve them.
-SEARCH_TRIGRAM_MIN_CHARS = 3
-#: A query no trigram can serve searches only the visible ones of the newest this-many stored
-#: messages of the user (the result says so). Each is a heap page read with cold caches: at 10M
-#: rows (B4, cold) 1,000 took 75-96 ms and 400 took 44-52 ms; 300 keeps p95 within 50 ms.
-SEARCH_RECENT_MESSAGES = 300
-#: A query the index can serve first tries the newest this-many (a common term ends there),
-#: then the per-user trigram index.
-SEARCH_FIRST_PASS_MESSAGES = 200
+#: Distinct terms of one query that are searched (the first ones, quoted phrases' first); the
+#: response names the ones left out. A keyword query has a handful; a pasted paragraph would
+#: otherwise make every message a candidate.
+SEARCH_MAX_TERMS = 16
+#: Quoted phrases in one query.
+SEARCH_MAX_PHRASES = 4
+#: ``after`` / ``before`` / ``thread_id`` arguments longer than this are refused unparsed.
+SEARCH_FILTER_MAX_CHARS = 64
+#: A user with at most this many visible messages is always ranked over all of them.
+SEARCH_FULL_CORPUS_MESSAGES = 2_000
+#: Beyond that, each term's holders are counted up to ``SEARCH_TERM_HOLDERS // terms``: a term
+#: with more is *common*. Ranking every holder of common terms would read tens of thousands of
+#: rows for a long history, so the search then ranks the newest ``SEARCH_WINDOW_MESSAGES``
+#: visible messages (within the filters) together with every holder of a rarer term, and says
+#: so (``"complete": false``). Each holder read is a row of ``message_search``; these two keep
+#: a search's reads within a few thousand rows (docs/performance.md, B4).
+SEARCH_TERM_HOLDERS = 3_000
+SEARCH_WINDOW_MESSAGES = 1_000
 READ_MAX_MESSAGES = 20
 READ_MESSAGE_BYTES = 8 * KIB
 READ_CONTENTS_BYTES = 32 * KIB
@@ -139,3 +148,13 @@ TOKEN_MAX_DAYS = 3650
 METRICS_TOKEN_MIN_CHARS = 16
 #: GET /readyz: the database must answer ``SELECT 1`` within this many seconds.
 READINESS_TIMEOUT_SECONDS = 2.0
+
+# -- history lookback: list_threads ---------------------------------------------------------------
+#: ``list_threads(limit=…)``: 1..this many threads per call (the default is 10).
+LIST_THREADS_MAX_ITEMS = 20
+LIST_THREADS_DEFAULT_ITEMS = 10
+#: The first line of a thread's first visible user message, as listed.
+FIRST_USER_LINE_BYTES = 200
+#: The whole ``list_threads`` response (the oldest items go first). 20 items of the largest
+#: size fit (about 14 KiB), so this is a guard, not a cut a real listing meets.
+LIST_THREADS_RESPONSE_BYTES = 16 * KIB

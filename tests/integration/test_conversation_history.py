@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tests.unit.framing_corpus import cf_chars, forged_tags, insertions
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation, Message, User, UserConfig
-from yuxi.errors import NotFound
+from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import (
     READ_CONTENTS_BYTES,
     READ_MAX_MESSAGES,
@@ -225,20 +225,38 @@ async def test_no_hidden_place_leaks(container: Container) -> None:
             if name not in allowed:
                 assert marker not in serialized, f"{name} leaked"
 
-    # Search: nothing for any marker, nor for the common prefix of them all.
+    # Search: a marker's own term finds nothing; its shared term ("mark") finds only the two
+    # visible messages; no hidden text in any response.
+    visible_ids = {visible.id, answer.id}
     for name, marker in m.items():
         result = await search(container, alice, marker)
-        assert result == {"items": [], "truncated": False, "complete": True}, name
+        assert {i["message_id"] for i in result["items"]} <= visible_ids, name
+        assert_clean(result)
+        unique = marker.removeprefix("MARK-")
+        assert (await search(container, alice, unique))["items"] == [], name
     everything = await search(container, alice, f"MARK-{tag}")
-    assert everything["items"] == []
+    assert {i["message_id"] for i in everything["items"]} <= visible_ids
+    assert_clean(everything)
     found = await search(container, alice, visible_word)
-    assert [i["message_id"] for i in found["items"]] == [answer.id, visible.id]
-    assert set(found["items"][0]) == {"thread_id", "title", "message_id", "role", "content"}
+    assert {i["message_id"] for i in found["items"]} == visible_ids
+    assert set(found["items"][0]) == {
+        "rank",
+        "thread_id",
+        "title",
+        "message_id",
+        "role",
+        "created_at",
+        "score",
+        "content",
+    }
     assert_clean(found)
     # Bob sees his own thread, never Alice's.
     bob_hits = await search(container, bob, m["bob_thread"])
     assert len(bob_hits["items"]) == 1
-    assert (await search(container, bob, visible_word))["items"] == []
+    bobs_own = {i["message_id"] for i in bob_hits["items"]}
+    assert {i["message_id"] for i in (await search(container, bob, visible_word))["items"]} <= (
+        bobs_own
+    )
 
     # Read: only the two visible messages; tool calls not present unless asked.
     view = await read(container, alice, main.thread_id)
@@ -333,7 +351,7 @@ async def test_visibility_applies_before_limit(container: Container) -> None:
 # -- literal, case-insensitive matching -------------------------------------------------------
 
 
-async def test_like_wildcards_are_literal(container: Container) -> None:
+async def test_like_wildcards_in_a_quoted_phrase_are_literal(container: Container) -> None:
     alice = await seed_user(container)
     tag = uuid.uuid4().hex[:6]
     texts = {
@@ -350,16 +368,18 @@ async def test_like_wildcards_are_literal(container: Container) -> None:
     async def hits(query: str) -> list[int]:
         return [i["message_id"] for i in (await search(container, alice, query))["items"]]
 
-    assert await hits("100%") == [by_name["percent"]]
-    assert await hits("0% s") == [by_name["percent"]]
-    assert await hits("%") == [by_name["percent"]]
-    assert await hits("a_b") == [by_name["underscore"]]
-    assert await hits("_") == [by_name["underscore"]]
-    assert await hits(":\\t") == [by_name["backslash"]]
-    assert await hits("\\") == [by_name["backslash"]]
-    assert await hits("\\%") == []
-    assert await hits(f"{tag} 10_0") == []
+    assert await hits('"100%"') == [by_name["percent"]]
+    assert await hits('"100% sure"') == [by_name["percent"]]
+    # A phrase is whole words: a piece of a word ("0" of "100") is not one of them.
+    assert await hits('"0% s"') == []
+    assert await hits('"a_b"') == [by_name["underscore"]]
+    assert await hits('"C:\\temp"') == [by_name["backslash"]]
+    assert await hits(f'"{tag} 10_0"') == []
     assert sorted(await hits(tag)) == sorted(ids)
+    # A phrase with no letter or digit cannot be searched: a clear error, not a scan.
+    for query in ('"%"', '"_"', '"\\%"', "%", "_ \\"):
+        with pytest.raises(InvalidArgument):
+            await hits(query)
 
 
 async def test_search_is_case_insensitive(container: Container) -> None:
@@ -376,19 +396,20 @@ async def test_search_is_case_insensitive(container: Container) -> None:
         ],
     )
     result = await search(container, alice, "oolong")
-    assert [i["message_id"] for i in result["items"]] == [ids[2], ids[1], ids[0]]
+    # One term each, so the shortest message ranks first (3, 4, 5 terms).
+    assert [i["message_id"] for i in result["items"]] == [ids[1], ids[2], ids[0]]
+    assert [i["rank"] for i in result["items"]] == [1, 2, 3]
     # Snippets keep the original casing.
     assert [i["content"] for i in result["items"]] == [
-        f"{tag} 乌龙Oolong茶",
         f"{tag} OOLONG forever",
+        f"{tag} 乌龙Oolong茶",
         f"{tag} I love Oolong tea",
     ]
-    assert [i["message_id"] for i in (await search(container, alice, "ooLONG TEA"))["items"]] == [
-        ids[0]
-    ]
-    assert [i["message_id"] for i in (await search(container, alice, "龙oOLONG"))["items"]] == [
-        ids[2]
-    ]
+    both = await search(container, alice, "ooLONG TEA")
+    assert both["items"][0]["message_id"] == ids[0]
+    assert {i["message_id"] for i in both["items"]} == set(ids[:3])
+    phrase = await search(container, alice, '"乌龙oOLONG"')
+    assert [i["message_id"] for i in phrase["items"]] == [ids[2]]
 
 
 # -- budgets ---------------------------------------------------------------------------------------
@@ -516,7 +537,9 @@ async def test_search_budgets_and_snippets(container: Container) -> None:
     conv, ids = await new_thread(container, alice, contents, title=long_title)
     result = await search(container, alice, word.lower(), limit=SEARCH_MAX_ITEMS)
     assert size(result) <= SEARCH_RESPONSE_BYTES
-    assert [i["message_id"] for i in result["items"]] == list(reversed(ids))[:SEARCH_MAX_ITEMS]
+    assert len(result["items"]) == SEARCH_MAX_ITEMS
+    assert {i["message_id"] for i in result["items"]} <= set(ids)
+    assert [i["rank"] for i in result["items"]] == list(range(1, SEARCH_MAX_ITEMS + 1))
     for item in result["items"]:
         snippet = item["content"]
         assert len(snippet.encode()) <= SEARCH_SNIPPET_BYTES
@@ -525,8 +548,9 @@ async def test_search_budgets_and_snippets(container: Container) -> None:
         assert "\ufffd" not in snippet
         assert item["truncated"] is True
         assert snippet.startswith("[truncated]…") and snippet.endswith(TRUNCATION_MARKER)
-        # Centred: comparable amounts of text on both sides of the match.
-        before, after = snippet.split(word)
+        # Centred on the matched term ("mark", the first of the word's two equal terms):
+        # comparable amounts of text on both sides of it.
+        before, after = snippet.split("MARK", 1)
         assert abs(text_size(before) - text_size(after)) < 16
         assert len(item["title"].encode()) <= 256
         assert item["thread_id"] == conv.thread_id
@@ -540,12 +564,13 @@ async def test_search_budgets_and_snippets(container: Container) -> None:
     assert by_id[start_id]["content"].startswith(word)
     assert by_id[start_id]["content"].endswith(TRUNCATION_MARKER)
 
-    # A query longer in bytes than the snippet budget: 256 four-byte characters.
-    emoji = "😀" * 256
-    await new_thread(container, alice, ["x" * 1000 + emoji + "y" * 1000])
-    hit = (await search(container, alice, emoji))["items"][0]
+    # A quoted phrase longer in bytes than the snippet budget: 250 three-byte characters.
+    long_phrase = "龘" * 125 + "靐" * 125
+    await new_thread(container, alice, ["x" * 1000 + " " + long_phrase + " " + "y" * 1000])
+    hit = (await search(container, alice, f'"{long_phrase}"'))["items"][0]
     assert len(hit["content"].encode()) <= SEARCH_SNIPPET_BYTES
-    assert hit["content"].startswith("[truncated]…😀😀")
+    assert hit["content"].startswith("[truncated]…")
+    assert hit["content"].removeprefix("[truncated]…").lstrip().startswith("龘龘")
     assert "\ufffd" not in hit["content"]
 
 

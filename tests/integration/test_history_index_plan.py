@@ -1,23 +1,28 @@
-"""The indexed history search reads ``messages`` once to find its matches (design §6.2): the
-per-user trigram index where the server has it, then only primary-key lookups of the few rows
-it returns — never a second scan of the caller's history by ``uid``."""
+"""The ranked history search reads only what it must at scale (design.md §6.2): the caller's
+holders of a term through ``GIN (uid, terms)`` of ``message_search`` where the server has
+btree_gin, the newest messages by a walk of ``(uid, created_at DESC)`` that stops, and
+``messages`` itself never for finding — only by primary key for the few rows a phrase or the
+result needs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 
-from yuxi.repositories import _history_queries as q
+from yuxi.repositories import _history_search as q
 
 from .plans import explain, plan_nodes
 
 HEAVY = "plan_search_heavy"
-TERM = "zebra-needle-4711"
-TRGM_INDEX = "ix_messages_uid_content_trgm"
+TERM = "zebra4711"
+TERM_INDEX = "ix_message_search_uid_terms"
+WALK_INDEX = "ix_message_search_uid_created_at"
 
 
 def _seed(url: str) -> bool:
     """One user with 20,000 messages (3 with the term), 20 others with 2,000 each (1 % with
-    the term); returns whether the per-user trigram index exists."""
+    the term); returns whether the index has the uid column (btree_gin)."""
     with psycopg.connect(url) as conn:
         users = [HEAVY, *(f"plan_search_{n}" for n in range(20))]
         for n, uid in enumerate(users):
@@ -38,31 +43,69 @@ def _seed(url: str) -> bool:
                 """,
                 {"thread": thread[0], "uid": uid, "rows": rows, "every": every, "term": TERM},
             )
-        conn.execute("ANALYZE messages")
+        conn.execute("ANALYZE message_search")
+        conn.execute("ANALYZE conversations")
         conn.commit()
-        index = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TRGM_INDEX,)).fetchone()
-        offered = conn.execute(
-            "SELECT count(*) = 2 FROM pg_available_extensions "
-            "WHERE name IN ('pg_trgm', 'btree_gin')"
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (TERM_INDEX,)
         ).fetchone()
-    assert index is not None and offered is not None
-    # Where the server offers the extensions, migration 0005 built the index: the plan below
-    # must use it (the embedded default always offers them).
-    assert index[0] or not offered[0], "pg_trgm and btree_gin are offered but there is no index"
-    return bool(index[0])
+    assert row is not None, "migration 0008 always builds the term index"
+    return "uid" in str(row[0])
 
 
-def test_the_index_search_reads_messages_once(database_url: str) -> None:
-    has_index = _seed(database_url)
-    statement, params = q.search_statement(HEAVY, TERM, 5)  # no window: the index step
-    nodes = plan_nodes(explain(database_url, statement, params))
-    scans = [n for n in nodes if n.get("Relation Name") == "messages"]
-    finding = [n for n in scans if n.get("Index Name") != "pk_messages"]
-    assert len(finding) == 1, [(n["Node Type"], n.get("Index Name")) for n in scans]
-    by_key = [n for n in scans if n.get("Index Name") == "pk_messages"]
-    assert all(n["Node Type"] == "Index Scan" for n in by_key), by_key
-    if has_index:
-        (scan,) = finding
-        assert scan["Node Type"] == "Bitmap Heap Scan", scan["Node Type"]
-        used = {n.get("Index Name") for n in plan_nodes(scan)}
-        assert TRGM_INDEX in used, used
+def _shape(nodes: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(n["Node Type"], n.get("Relation Name", ""), n.get("Index Name", "")) for n in nodes]
+
+
+def _scans(url: str, statement: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        n
+        for n in plan_nodes(explain(url, statement, params))
+        if n.get("Relation Name") in {"message_search", "messages"}
+    ]
+
+
+def test_ranking_finds_holders_through_the_term_index(database_url: str) -> None:
+    per_user = _seed(database_url)
+    statement, params = q.rank_statement(
+        HEAVY,
+        [TERM, "found"],
+        phrases=[],
+        limit=5,
+        current_run_id=None,
+        after=None,
+        before=None,
+        conversation_id=None,
+        docs=20_000,
+        avgdl=6.0,
+    )
+    scans = _scans(database_url, statement, params)
+    assert all(n["Node Type"] != "Seq Scan" for n in scans), _shape(scans)
+    finding = [n for n in scans if n["Node Type"] == "Bitmap Heap Scan"]
+    assert finding, [n["Node Type"] for n in scans]
+    used = {i.get("Index Name") for n in finding for i in plan_nodes(n)}
+    assert TERM_INDEX in used, used
+    assert not [n for n in scans if n.get("Relation Name") == "messages"], "no phrase: no read"
+    del per_user
+
+
+def test_the_window_walks_the_newest_and_stops(database_url: str) -> None:
+    _seed(database_url)
+    statement, params = q.rank_statement(
+        HEAVY,
+        ["deploy", TERM],
+        phrases=[],
+        limit=5,
+        current_run_id="no-such-run",
+        after=None,
+        before=None,
+        conversation_id=None,
+        rare_terms=[TERM],
+        window=500,
+    )
+    scans = _scans(database_url, statement, params)
+    assert all(n["Node Type"] != "Seq Scan" for n in scans), _shape(scans)
+    walks = [n for n in scans if n.get("Index Name") == WALK_INDEX]
+    assert walks and all(n["Node Type"] == "Index Scan" for n in walks), [
+        (n["Node Type"], n.get("Index Name")) for n in scans
+    ]

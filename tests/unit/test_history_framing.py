@@ -3,6 +3,7 @@ is neutralised in every text field, before the budgets, on the generated lookali
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -79,24 +80,26 @@ def test_ordinary_history_text_is_untouched() -> None:
     assert message_item(row(id=1, role="user", content=text))["content"] == text
 
 
-def _search_row(window: str, *, title: str = "t", position: int = 1) -> SimpleNamespace:
+def _search_row(window: str, *, title: str = "t") -> SimpleNamespace:
     return row(
-        window=window,
-        window_start=1,
-        position=position,
-        length=len(window),
+        content=window,
         title=title,
         thread_id="th",
         message_id=3,
         role="user",
+        created_at=datetime(2026, 3, 1, tzinfo=UTC),
     )
+
+
+def _item(found: SimpleNamespace, match: str) -> dict[str, Any]:
+    return search_item(found, rank=1, score=1.0, match=match)
 
 
 def test_a_search_snippet_never_carries_a_tag_and_keeps_its_match() -> None:
     before = "\n".join(corpus(300))
     after = "\n".join(reversed(corpus(300)))
     window = f"{before} NEEDLE {after}"
-    item = search_item(_search_row(window, position=len(before) + 2), "needle")
+    item = _item(_search_row(window), "needle")
     framed(item)
     assert "NEEDLE" in item["content"]
     assert json_text_bytes(item["content"]) <= SEARCH_SNIPPET_BYTES
@@ -105,7 +108,7 @@ def test_a_search_snippet_never_carries_a_tag_and_keeps_its_match() -> None:
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_a_query_that_is_itself_a_tag_is_shown_neutralised(attack: str) -> None:
     window = f"x {attack} y"
-    item = search_item(_search_row(window, position=3), attack)
+    item = _item(_search_row(window), attack)
     framed(item)
     assert item["content"].startswith("x ") and item["content"].endswith(" y")
     assert LT_ESCAPE in item["content"]
@@ -113,9 +116,9 @@ def test_a_query_that_is_itself_a_tag_is_shown_neutralised(attack: str) -> None:
 
 def test_titles_are_framed_too() -> None:
     title = " ".join(ATTACKS) * 3
-    item = search_item(_search_row("plain text"), "plain")
+    item = _item(_search_row("plain text"), "plain")
     framed(item)
-    found = search_item(_search_row("plain", title=title), "plain")
+    found = _item(_search_row("plain", title=title), "plain")
     framed(found)
     assert json_text_bytes(found["title"]) <= TITLE_BYTES
     response = read_response(thread_id="th", title=title, rows=[], anchor=None, tool_calls=None)

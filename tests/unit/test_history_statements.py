@@ -1,7 +1,7 @@
 """The history tools' statements are built once per shape (``yuxi.repositories._history_params``):
 two calls with different values give the same statement object, and no value is in its SQL —
-SQLAlchemy then keys its compiled-SQL cache on an object it has traversed before (building them
-anew cost ~18 ms of Python per search at 10M rows, benchmark B4)."""
+SQLAlchemy then keys its compiled-SQL cache on an object it has traversed before (the cost of
+building them anew: docs/performance.md, B4)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,44 @@ from collections.abc import Callable
 import pytest
 
 from tests.sql import APP_DIALECT
-from yuxi.repositories import _history_queries as q
 from yuxi.repositories import _history_reads as reads
+from yuxi.repositories import _history_query as query_sql
+from yuxi.repositories import _history_search as q
 from yuxi.repositories._history_params import Statement
 
 A, B = "uid-marker-a-甲", "uid-marker-b-乙"
 
 SHAPES: dict[str, Callable[[str, int], Statement]] = {
-    "search": lambda uid, n: q.search_statement(uid, f"deploy {n}", n),
-    "search, windowed, own run": lambda uid, n: q.search_statement(
-        uid, f"部署 {n}", n, current_run_id=f"run-{uid}", window=200 + n
+    "corpus": lambda uid, n: q.corpus_statement(uid, None),
+    "corpus, own run": lambda uid, n: q.corpus_statement(uid, f"run-{uid}"),
+    "probe": lambda uid, n: q.probe_statement(uid, [f"t{n}", uid], n, None),
+    "window counts": lambda uid, n: q.window_counts_statement(uid, [f"t{n}", "x"], n, None),
+    "rank": lambda uid, n: q.rank_statement(
+        uid,
+        [f"deploy{n}", "部署"],
+        phrases=[],
+        limit=n,
+        current_run_id=None,
+        after=None,
+        before=None,
+        conversation_id=None,
+        docs=100 + n,
+        avgdl=float(n),
     ),
-    "has older": lambda uid, n: q.has_older_statement(uid, 200 + n),
-    "recent count": lambda uid, n: q.recent_count_statement(uid, 200 + n, None),
+    "rank, windowed, phrase, own run": lambda uid, n: q.rank_statement(
+        uid,
+        [f"deploy{n}", "部署"],
+        phrases=[([f"deploy{n}"], f"deploy{n}")],
+        limit=n,
+        current_run_id=f"run-{uid}",
+        after=None,
+        before=None,
+        conversation_id=n,
+        rare_terms=["部署"],
+        window=200 + n,
+    ),
+    "details": lambda uid, n: query_sql.details_statement(uid, [n, n + 1]),
+    "thread filter": lambda uid, n: query_sql.thread_filter_statement(uid, f"thread-{uid}"),
     "thread": lambda uid, n: reads.thread_statement(uid, f"thread-{uid}"),
     "window latest": lambda uid, n: reads.thread_window("latest", uid, n, limit=n),
     "window before": lambda uid, n: reads.thread_window("before", uid, n, anchor_id=n, limit=n),

@@ -61,7 +61,15 @@ class WorkspaceFilesPort(Protocol):
 
 class LookbackPort(Protocol):
     async def search_thread_messages(
-        self, *, uid: str, query: object, limit: object = 5, current_run_id: str | None = None
+        self,
+        *,
+        uid: str,
+        query: object,
+        limit: object = 5,
+        after: object = None,
+        before: object = None,
+        thread_id: object = None,
+        current_run_id: str | None = None,
     ) -> LookbackResult: ...
 
     async def read_thread_messages(
@@ -72,6 +80,10 @@ class LookbackPort(Protocol):
         message_id: object = None,
         limit: object = 20,
         include_tools: object = False,
+    ) -> LookbackResult: ...
+
+    async def list_threads(
+        self, *, uid: str, before: object = None, limit: object = 10
     ) -> LookbackResult: ...
 
 

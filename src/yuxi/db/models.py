@@ -24,7 +24,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import JSON
 
@@ -137,6 +137,14 @@ class Conversation(Base):
     recall_excluded: Mapped[bool] = mapped_column(
         Boolean, nullable=False, server_default=text("false"), default=False
     )
+    #: Running totals of the thread's rows in ``message_search`` (how many, how many terms),
+    #: kept by triggers (migration 0008): the search's corpus statistics are a sum over threads.
+    searchable_messages: Mapped[int] = mapped_column(
+        BigInteger, nullable=False, server_default=text("0")
+    )
+    searchable_terms: Mapped[int] = mapped_column(
+        BigInteger, nullable=False, server_default=text("0")
+    )
     metadata_: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONType, nullable=False, server_default=text("'{}'")
     )
@@ -192,9 +200,45 @@ class Message(Base):
         CheckConstraint(_in("role", MESSAGE_ROLES), name="role"),
         Index(None, "conversation_id", "id"),
         Index("ix_messages_uid_id_desc", "uid", text("id DESC")),
-        # ix_messages_uid_content_trgm (GIN: btree_gin on uid, gin_trgm_ops on content) comes
-        # from migration 0005 and exists only where pg_trgm and btree_gin do; not declared here
-        # on purpose.
+    )
+
+
+class MessageSearch(Base):
+    """The terms of one searchable message (user/assistant text), written only by the triggers
+    of migration 0008 on ``messages`` (which also defines ``yuxi_search_terms``, the one
+    definition of a term). Read by the history search; never written by the app."""
+
+    __tablename__ = "message_search"
+
+    message_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    uid: Mapped[str] = mapped_column(String, nullable=False)
+    conversation_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    run_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    terms: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False)
+
+    __table_args__ = (
+        Index(
+            "ix_message_search_uid_created_at",
+            "uid",
+            text("created_at DESC"),
+            text("message_id DESC"),
+        ),
+        Index(
+            "ix_message_search_conversation_created_at",
+            "conversation_id",
+            text("created_at DESC"),
+            text("message_id DESC"),
+        ),
+        Index(
+            "ix_message_search_run_id",
+            "run_id",
+            postgresql_where=text("run_id IS NOT NULL"),
+        ),
+        # ix_message_search_uid_terms (GIN on (uid, terms) with btree_gin, else on terms alone)
+        # depends on the server; created by migration 0008, not declared here on purpose.
     )
 
 

@@ -3,44 +3,43 @@
 The statements the history tools run are built once per shape (``functools.cache``) with these
 parameters, and executed with a dict of values. SQLAlchemy keys its compiled-SQL cache on a
 traversal of the statement, memoized per statement object: building and keying these nested
-statements anew on every call cost ~18 ms of Python per search at 10M rows, more than the
-database's own time (B4).
+statements anew on every call would cost more Python time than the database spends on them
+(docs/performance.md, B4).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, Select, String, Text, bindparam
+from sqlalchemy import BigInteger, Integer, Select, String, TextClause, bindparam, text
 
 __all__ = [
     "ANCHOR",
     "CONVERSATION",
-    "KEY_PATTERN",
     "LIMIT",
-    "PATTERN",
-    "QUERY",
+    "PLAN_WITH_PARAMETERS",
     "RUN",
-    "SNIPPET_CHARS",
     "THREAD",
     "UID",
     "WINDOW",
-    "WINDOW_AND_ONE",
     "Statement",
 ]
 
 UID = bindparam("uid", type_=String())
-QUERY = bindparam("query", type_=Text())
-PATTERN = bindparam("pattern", type_=Text())
-KEY_PATTERN = bindparam("key_pattern", type_=Text())
 LIMIT = bindparam("limit", type_=Integer())
 WINDOW = bindparam("window", type_=Integer())
-WINDOW_AND_ONE = bindparam("window_and_one", type_=Integer())
 RUN = bindparam("run_id", type_=String())
-SNIPPET_CHARS = bindparam("snippet_chars", type_=Integer())
 THREAD = bindparam("thread_id", type_=String())
 CONVERSATION = bindparam("conversation_id", type_=BigInteger())
 ANCHOR = bindparam("anchor_id", type_=BigInteger())
 
 #: A prebuilt statement and the values of its parameters.
 Statement = tuple[Select[*tuple[Any, ...]], dict[str, Any]]
+
+#: Run first in every history tool's transaction. psycopg prepares a statement after 5 runs and
+#: PostgreSQL may then keep a *generic* plan, made without the parameters: for these statements
+#: (one user's rows, terms common or rare for that user, filters given or not) such a plan reads
+#: far more than the plan made for the actual values (figures: docs/performance.md, B4). Only
+#: for the history statements: the rest of the app keeps generic plans, which spare the write
+#: path's statements their planning time.
+PLAN_WITH_PARAMETERS: TextClause = text("SET LOCAL plan_cache_mode = force_custom_plan")

@@ -1,6 +1,6 @@
 """The SQL of ``read_thread_messages``: the thread, a window of its messages, its tool calls.
 
-Like :mod:`._history_queries`: every statement carries the whole visibility rule of
+Like :mod:`._history_search`: every statement carries the whole visibility rule of
 :mod:`._history_visibility` in its WHERE clause, selects explicit columns only, cuts long text
 in SQL to what a budget can use, and is built once per shape (:mod:`._history_params`).
 """

@@ -24,19 +24,18 @@ only ever counts rows the caller may see. Statements are built once per shape
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
 
 from sqlalchemy import (
     ARRAY,
     CTE,
-    BigInteger,
     ColumnElement,
     DateTime,
     Float,
     Integer,
     Select,
     Text,
+    and_,
     bindparam,
     cast,
     exists,
@@ -53,25 +52,20 @@ from yuxi.db.models import Conversation, Message, MessageSearch
 
 from . import _history_params as p
 from ._history_params import Statement
+from ._history_query import LIKE_ESCAPE, escape_like
 from ._history_visibility import (
     not_of_run,
     own_run_chain,
     visible_conversation,
-    visible_message,
 )
 
 __all__ = [
     "K1",
-    "LIKE_ESCAPE",
     "B",
     "corpus_statement",
-    "details_statement",
-    "escape_like",
     "probe_statement",
     "rank_statement",
-    "split_phrases",
-    "terms_statement",
-    "thread_filter_statement",
+    "window_counts_statement",
 ]
 
 #: BM25's term-frequency saturation and length normalisation: the usual values (Lucene's ``b``;
@@ -79,62 +73,19 @@ __all__ = [
 K1 = 1.5
 B = 0.75
 
-LIKE_ESCAPE = "\\"
 
 S = MessageSearch
 _TERMS = bindparam("terms", type_=ARRAY(Text()))
 _RARE = bindparam("rare_terms", type_=ARRAY(Text()))
-_TEXTS = bindparam("texts", type_=ARRAY(Text()))
 _AFTER = bindparam("after", type_=DateTime(timezone=True))
 _BEFORE = bindparam("before", type_=DateTime(timezone=True))
 _DOCS = bindparam("docs", type_=Float())
 _AVGDL = bindparam("avgdl", type_=Float())
 _CAP = bindparam("cap", type_=Integer())
-_IDS = bindparam("ids", type_=ARRAY(BigInteger()))
 
 
 def _term(i: int) -> Any:
     return bindparam(f"t{i}", type_=Text())
-
-
-def escape_like(value: str) -> str:
-    """``value`` as a literal for ``LIKE … ESCAPE '\\'``: the escape itself first, then % and _."""
-    return (
-        value.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
-        .replace("%", LIKE_ESCAPE + "%")
-        .replace("_", LIKE_ESCAPE + "_")
-    )
-
-
-# -- the query ---------------------------------------------------------------------------------
-
-#: A quoted phrase: straight double quotes, or typographic ones (as models often write them).
-_PHRASE = re.compile(r'"([^"]*)"|\u201c([^\u201d]*)\u201d')
-
-
-def split_phrases(query: str) -> tuple[str, list[str]]:
-    """``(free text, quoted phrases)`` of ``query``. A phrase is what stands between a pair of
-    quotes, stripped; an empty one is ignored, an unpaired quote is ordinary text."""
-    phrases: list[str] = []
-
-    def take(match: re.Match[str]) -> str:
-        phrase = (match.group(1) if match.group(1) is not None else match.group(2)).strip()
-        if phrase:
-            phrases.append(phrase)
-        return " "
-
-    return _PHRASE.sub(take, query), phrases
-
-
-@functools.cache
-def _terms() -> Select[*tuple[Any, ...]]:
-    texts = func.unnest(_TEXTS).table_valued("value", with_ordinality="ord").render_derived()
-    return select(texts.c.ord, func.yuxi_search_terms(texts.c.value)).order_by(texts.c.ord)
-
-
-def terms_statement(texts: list[str]) -> Statement:
-    """The terms of each of ``texts`` (in order): ``yuxi_search_terms``, as for messages."""
-    return _terms(), {"texts": texts}
 
 
 # -- the visible threads and the corpus ----------------------------------------------------
@@ -189,7 +140,9 @@ def _corpus(own_run: bool) -> Select[*tuple[Any, ...]]:
         )
         .subquery("own")
     )
-    return select(threads.c.docs - own.c.docs, threads.c.terms - own.c.terms)
+    return select(threads.c.docs - own.c.docs, threads.c.terms - own.c.terms).select_from(
+        threads.join(own, literal(True))
+    )
 
 
 def corpus_statement(uid: str, current_run_id: str | None) -> Statement:
@@ -225,6 +178,58 @@ def probe_statement(uid: str, terms: list[str], cap: int, current_run_id: str | 
         "cap": cap,
         "run_id": current_run_id,
     }
+
+
+# -- the newest messages ------------------------------------------------------------------------
+
+
+def _newest(
+    searchable: list[ColumnElement[bool]], *, filtered: bool, frequencies: int | None = None
+) -> Select[*tuple[Any, ...]]:
+    """The caller's newest ``WINDOW`` visible messages (within the filters if ``filtered``): a
+    walk of ``(uid, created_at DESC)`` that stops there. Their ids, or with ``frequencies``
+    the columns :func:`_with_frequencies` adds for that many terms.
+
+    Visibility is a column of the walk, filtered outside it (``OFFSET 0`` keeps the filter
+    out): as a condition inside, the planner underestimates how many rows pass it and reads
+    every row of the user through the term index, then sorts them."""
+    inner = select(S.message_id)
+    if frequencies is not None:
+        inner = _with_frequencies(
+            select(S.message_id, S.created_at, S.conversation_id), frequencies
+        )
+    names = [c.name for c in inner.selected_columns]
+    walk = (
+        inner.add_columns(and_(*searchable).label("visible"))
+        .where(S.uid == p.UID, *(_returnable() if filtered else ()))
+        .order_by(S.created_at.desc(), S.message_id.desc())
+        .offset(0)
+        .subquery("walk")
+    )
+    return select(*(walk.c[name] for name in names)).where(walk.c.visible).limit(p.WINDOW)
+
+
+@functools.cache
+def _window_counts(n: int, own_run: bool) -> Select[*tuple[Any, ...]]:
+    visible = _visible_threads()
+    newest = _newest(_searchable(visible, own_run), filtered=False).subquery("newest")
+    return select(
+        func.count().label("rows"),
+        *(
+            func.count().filter(S.terms.contains(cast(array([_term(i)]), ARRAY(Text()))))
+            for i in range(n)
+        ),
+    ).where(S.message_id.in_(select(newest.c.message_id)))
+
+
+def window_counts_statement(
+    uid: str, terms: list[str], window: int, current_run_id: str | None
+) -> Statement:
+    """``(rows, holders of term 0, …)`` among the caller's newest ``window`` visible messages:
+    a sample that tells which terms are common in a long history without counting them all."""
+    values: dict[str, Any] = {"uid": uid, "window": window, "run_id": current_run_id}
+    values.update({f"t{i}": term for i, term in enumerate(terms)})
+    return _window_counts(len(terms), current_run_id is not None), values
 
 
 # -- ranking ---------------------------------------------------------------------------------
@@ -263,22 +268,11 @@ def _rank(n: int, phrases: int, windowed: bool, own_run: bool) -> Select[*tuple[
     if windowed:
         # The corpus: the newest visible messages within the filters, and every holder of a
         # rare term within them. Its statistics are its own.
-        newest = (
-            select(S.message_id)
-            .where(*_searchable(visible, own_run), *_returnable())
-            .order_by(S.created_at.desc(), S.message_id.desc())
-            .limit(p.WINDOW)
-        )
-        rare = select(S.message_id).where(
-            *_searchable(visible, own_run), *_returnable(), S.terms.overlap(_RARE)
-        )
-        members = union(newest, rare).subquery("members")
-        corpus = (
-            _with_frequencies(base, n)
-            .where(S.message_id.in_(select(members.c.message_id)))
-            .cte("corpus")
-            .prefix_with("MATERIALIZED")
-        )
+        # One set of conditions for both parts: the run chain is one CTE of the statement.
+        searchable = _searchable(visible, own_run)
+        newest = _newest(searchable, filtered=True, frequencies=n)
+        rare = _with_frequencies(base, n).where(*searchable, *_returnable(), S.terms.overlap(_RARE))
+        corpus = union(newest, rare).cte("corpus").prefix_with("MATERIALIZED")
         docs: ColumnElement[Any] = cast(func.count(), Float)
         avgdl: ColumnElement[Any] = func.coalesce(
             cast(func.avg(corpus.c.dl), Float), literal(1.0, Float)
@@ -382,40 +376,3 @@ def rank_statement(
         values[f"phrase_terms{k}"] = phrase_terms
         values[f"phrase_pattern{k}"] = "%" + escape_like(phrase) + "%"
     return statement, values
-
-
-# -- the returned rows -----------------------------------------------------------------------
-
-
-@functools.cache
-def _details() -> Select[*tuple[Any, ...]]:
-    return (
-        select(
-            Message.id.label("message_id"),
-            Message.role,
-            Message.content,
-            Message.created_at,
-            Conversation.thread_id,
-            Conversation.title,
-        )
-        .join(Conversation, Conversation.id == Message.conversation_id)
-        .where(Message.id == func.any(_IDS))
-        .where(*visible_message(p.UID), *visible_conversation(p.UID))
-    )
-
-
-def details_statement(uid: str, ids: list[int]) -> Statement:
-    """What is shown of the ranked rows (the visibility rule applied again)."""
-    return _details(), {"uid": uid, "ids": ids}
-
-
-@functools.cache
-def _thread_filter() -> Select[*tuple[Any, ...]]:
-    return select(Conversation.id).where(
-        Conversation.thread_id == p.THREAD, *visible_conversation(p.UID)
-    )
-
-
-def thread_filter_statement(uid: str, thread_id: str) -> Statement:
-    """The id of ``thread_id`` if the caller may see it (else no row)."""
-    return _thread_filter(), {"uid": uid, "thread_id": thread_id}

@@ -14,6 +14,7 @@ which is always present.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from yuxi.limits import (
@@ -45,27 +46,34 @@ def _framed(value: str | None) -> str | None:
 # -- search ------------------------------------------------------------------------------------
 
 
-def search_item(row: Any, query: str) -> dict[str, Any]:
-    """One hit of ``search_statement``: a snippet around the match and a capped title."""
-    window: str = row.window or ""
-    start = int(row.window_start)  # 1-based, like SQL
-    hint = int(row.position) - start if row.position else None
-    match_start = locate_match(window, query, hint)
-    safe = neutralize_with_positions(window)
+def iso_time(value: datetime) -> str:
+    """A stored time as the tools show it: ISO 8601 in UTC, to the second (``…Z``)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def search_item(row: Any, *, rank: int, score: float, match: str) -> dict[str, Any]:
+    """One ranked hit: a snippet around ``match`` (the phrase, or the hit's best term), its
+    thread's capped title, its time and its rank (1 = best)."""
+    content: str = row.content or ""
+    match_start = locate_match(content, match, None)
+    safe = neutralize_with_positions(content)
     match_at = safe.position(match_start)
     snippet, snippet_cut = build_snippet(
         safe.text,
         match_at,
-        safe.position(min(match_start + len(query), len(window))) - match_at,
-        has_before=start > 1,
-        has_after=start - 1 + len(window) < int(row.length),
+        safe.position(min(match_start + len(match), len(content))) - match_at,
+        has_before=False,
+        has_after=False,
     )
     title, title_cut = fit_json_text(neutralize_markup(row.title or ""), TITLE_BYTES)
     item: dict[str, Any] = {
+        "rank": rank,
         "thread_id": row.thread_id,
         "title": title,
         "message_id": int(row.message_id),
         "role": row.role,
+        "created_at": iso_time(row.created_at),
+        "score": round(score, 3),
         "content": snippet,
     }
     if snippet_cut or title_cut:
@@ -74,17 +82,25 @@ def search_item(row: Any, query: str) -> dict[str, Any]:
 
 
 def search_response(
-    items: list[dict[str, Any]], *, searched_messages: int | None = None
+    items: list[dict[str, Any]],
+    *,
+    searched_messages: int | None = None,
+    left_out_terms: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """``items`` newest first; the oldest are dropped until the JSON fits in 16 KiB.
+    """``items`` best first; the lowest ranked are dropped until the JSON fits in 16 KiB.
 
-    ``complete`` is true when every visible message was searched (or the newest matches are
-    known to be these); otherwise only the newest ``searched_messages`` were.
+    ``complete`` is true when every visible message was ranked; otherwise only the
+    ``searched_messages`` of the windowed corpus were. ``left_out_terms``: query terms beyond
+    ``SEARCH_MAX_TERMS`` that were not searched (named, framed and cut like any text).
     """
     response: dict[str, Any] = {"items": items, "truncated": False}
     response["complete"] = searched_messages is None
     if searched_messages is not None:
         response["searched_messages"] = searched_messages
+    if left_out_terms:
+        response["left_out_terms"] = [
+            fit_json_text(neutralize_markup(term), TITLE_BYTES)[0] for term in left_out_terms
+        ]
     while items and json_bytes(response) > SEARCH_RESPONSE_BYTES:
         items.pop()
         response["truncated"] = True

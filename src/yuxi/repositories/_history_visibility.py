@@ -1,6 +1,6 @@
 """Who may see what in the history tools: the visibility rule, as SQL conditions.
 
-Every statement of :mod:`._history_queries` and :mod:`._history_reads` carries the whole rule in
+Every statement of :mod:`._history_search` and :mod:`._history_reads` carries the whole rule in
 its WHERE clause (never a Python filter), so ``LIMIT`` only ever counts rows the caller may see:
 
 * conversation: ``uid`` = caller, ``status = 'active'``, ``source NOT IN ('agent_call',
@@ -24,6 +24,10 @@ from sqlalchemy.orm import aliased
 
 from yuxi.db.models import AgentRun, Conversation, Message, SubagentThread
 from yuxi.vocabulary import HIDDEN_SOURCES
+
+#: The one error text of every thread the caller may not read or search in: foreign, hidden,
+#: missing, or named with a bad anchor.
+NOT_VISIBLE = "thread not found or not visible"
 
 VISIBLE_ROLES = ("user", "assistant")
 #: Never shown, whatever the allowlist below says (defence in depth).

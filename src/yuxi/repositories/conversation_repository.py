@@ -1,9 +1,10 @@
 """Conversations, messages and tool calls; and the bounded, allowlisted history lookback.
 
-Owner (DESIGN.md §2, §5) of history visibility, the field allowlist, the byte budgets and the
-truncation flags of ``search_thread_messages`` / ``read_thread_messages``. Split in three private
+Owner (design.md §2, §6) of history visibility, the field allowlist, the byte budgets and the
+truncation flags of ``search_thread_messages`` / ``read_thread_messages``. Split in private
 modules: the SQL (visibility inside every WHERE, explicit columns only) in
-:mod:`~yuxi.repositories._history_queries`, the byte arithmetic in
+:mod:`~yuxi.repositories._history_search` (the ranked search) and
+:mod:`~yuxi.repositories._history_reads`, the byte arithmetic in
 :mod:`~yuxi.repositories._history_budget`, the response shapes and trimming policy in
 :mod:`~yuxi.repositories._history_shape`.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -27,23 +29,19 @@ from yuxi.limits import (
     LIST_MAX_CONVERSATIONS,
     LIST_MAX_MESSAGES,
     READ_MAX_MESSAGES,
-    SEARCH_FIRST_PASS_MESSAGES,
-    SEARCH_MAX_ITEMS,
-    SEARCH_QUERY_MAX_CHARS,
-    SEARCH_RECENT_MESSAGES,
     THREAD_ID_MAX_CHARS,
 )
-from yuxi.repositories import _history_queries as q
+from yuxi.repositories import _history_params as p
+from yuxi.repositories import _history_ranking as ranking
 from yuxi.repositories import _history_reads as reads
 from yuxi.repositories import _history_shape as shape
-from yuxi.repositories._history_visibility import is_subagent_child
+from yuxi.repositories import _history_threads as listing
+from yuxi.repositories._history_visibility import NOT_VISIBLE, is_subagent_child
 from yuxi.utils.string_utils import is_valid_text
 from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES, MESSAGE_ROLES
 
 __all__ = ["NOT_VISIBLE", "ConversationRepository"]
 
-#: The one error text of every unreadable thread: foreign, hidden, missing, or a bad anchor.
-NOT_VISIBLE = "thread not found or not visible"
 _BIGINT_MAX = 2**63 - 1
 
 
@@ -230,46 +228,28 @@ class ConversationRepository:
         return rows
 
     async def search_messages(
-        self, uid: str, query: str, limit: int, *, current_run_id: str | None = None
+        self,
+        uid: str,
+        query: str,
+        limit: int,
+        *,
+        current_run_id: str | None = None,
+        after: datetime | None = None,
+        before: datetime | None = None,
+        thread_id: str | None = None,
     ) -> dict[str, Any]:
-        """Literal, case-insensitive substring search over the caller's visible messages
-        (without those of ``current_run_id`` and the runs it resumes), newest first.
-
-        ``query`` was validated by the caller (stripped, 1..256 characters). The ToolCall table
-        is never touched. See the module docs of ``_history_budget`` for sizes.
-
-        Bounded cost: the visible ones of the newest stored messages of the user are searched
-        first (a bounded walk: ``SEARCH_FIRST_PASS_MESSAGES`` for a query holding a run of
-        ``SEARCH_TRIGRAM_MIN_CHARS`` letters/digits, else ``SEARCH_RECENT_MESSAGES``). Their
-        matches are the answer when there are ``limit`` of them (they are then the newest
-        matches of all) or when the user has no older message. Else a query holding such a run
-        searches everything
-        (through the per-user trigram index where the server has one); any other query (1-2
-        characters, or no 3 letters/digits in a row: no trigram can serve it) stops there, and
-        the response says ``"complete": false`` and how many visible messages were searched.
-        """
-        if not query or len(query) > SEARCH_QUERY_MAX_CHARS or not is_valid_text(query):
-            raise InvalidArgument(f"query must be 1..{SEARCH_QUERY_MAX_CHARS} characters of text")
-        limit = _clamp(limit, 1, SEARCH_MAX_ITEMS)
-        await self.session.execute(q.PLAN_WITH_PARAMETERS)
-        keyed = q.index_key(query) is not None
-        window = SEARCH_FIRST_PASS_MESSAGES if keyed else SEARCH_RECENT_MESSAGES
-        run = current_run_id
-        statement = q.search_statement(uid, query, limit, current_run_id=run, window=window)
-        rows = (await self.session.execute(*statement)).all()
-        searched: int | None = None
-        if len(rows) < limit and keyed:
-            older = (await self.session.execute(*q.has_older_statement(uid, window))).scalar()
-            if older:  # not the whole history yet: search all of it
-                everything = q.search_statement(uid, query, limit, current_run_id=run)
-                rows = (await self.session.execute(*everything)).all()
-        elif len(rows) < limit:
-            counts = (await self.session.execute(*q.recent_count_statement(uid, window, run))).one()
-            stored, visible = int(counts[0]), int(counts[1])
-            if stored > window:  # older messages exist: say how much was searched
-                searched = visible
-        items = [shape.search_item(row, query) for row in rows]
-        return shape.search_response(items, searched_messages=searched)
+        """The caller's visible messages holding a term of ``query``, best first by BM25: see
+        :func:`yuxi.repositories._history_ranking.search_messages`."""
+        return await ranking.search_messages(
+            self.session,
+            uid,
+            query,
+            limit,
+            current_run_id=current_run_id,
+            after=after,
+            before=before,
+            thread_id=thread_id,
+        )
 
     # -- history lookback: read ---------------------------------------------------------------
 
@@ -301,7 +281,7 @@ class ConversationRepository:
         ):
             raise NotFound(NOT_VISIBLE)
         limit = _clamp(limit, 1, READ_MAX_MESSAGES)
-        await self.session.execute(q.PLAN_WITH_PARAMETERS)
+        await self.session.execute(p.PLAN_WITH_PARAMETERS)
         thread = (await self.session.execute(*reads.thread_statement(uid, thread_id))).one_or_none()
         if thread is None:
             raise NotFound(NOT_VISIBLE)
@@ -360,3 +340,18 @@ class ConversationRepository:
             want_before = side - len(after)
         older = list(reversed(before[:want_before]))
         return [*older, anchor, *after[:want_after]], len(older)
+
+    # -- history lookback: list threads -------------------------------------------------------
+
+    async def list_threads(
+        self, uid: str, *, before: datetime | None, limit: int
+    ) -> dict[str, Any]:
+        """The caller's visible threads that hold a visible message, newest last message
+        first, within budgets: ``{"items", "truncated", "has_more"}``. ``before`` (aware)
+        keeps only threads whose last visible message is strictly earlier. One statement
+        (:mod:`~yuxi.repositories._history_threads`)."""
+        limit = listing.clamp_limit(limit)
+        await self.session.execute(p.PLAN_WITH_PARAMETERS)
+        statement = listing.threads_statement(uid, before=before, limit=limit)
+        rows = (await self.session.execute(*statement)).all()
+        return listing.threads_response(rows, limit=limit)

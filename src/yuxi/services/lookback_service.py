@@ -1,8 +1,8 @@
-"""History lookback: the two bounded tools over the user's own ordinary past conversations.
+"""History lookback: the three bounded tools over the user's own ordinary past conversations.
 
-Owner of ``search_thread_messages`` and ``read_thread_messages`` (DESIGN.md §5) on the service
-side: argument validation, the memory switch, the transaction. Visibility, the field allowlist and
-every byte budget live in :mod:`yuxi.repositories.conversation_repository`.
+Owner of ``search_thread_messages``, ``read_thread_messages`` and ``list_threads`` (design.md §6)
+on the service side: argument validation, the memory switch, the transaction. Visibility, the
+field allowlist and every byte budget live in :mod:`yuxi.repositories.conversation_repository`.
 
 Each coroutine returns a :class:`LookbackResult` (the budgeted response) or raises a
 :class:`~yuxi.errors.YuxiError`: the tool adapter tells the model, the run goes on.
@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -26,6 +27,7 @@ from yuxi.limits import (
     THREAD_ID_MAX_CHARS,
 )
 from yuxi.observability.metrics import Metrics
+from yuxi.services._lookback_time import parse_time
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text, is_valid_text
 
@@ -60,6 +62,17 @@ def _int_arg(value: object, name: str, low: int, high: int) -> int:
     return value
 
 
+def _time_arg(name: str, value: object) -> datetime | None:
+    """A model-supplied time filter: ``None`` or blank (no filter), else an aware instant."""
+    return parse_time(name, value)
+
+
+def _thread_arg(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > THREAD_ID_MAX_CHARS:
+        raise InvalidArgument("thread_id must be a thread id from an earlier result")
+    return value.strip()
+
+
 def _check_uid(uid: object) -> str:
     if not isinstance(uid, str) or not uid or not is_valid_text(uid):
         raise UnauthorizedRun("no trusted user identity")
@@ -72,13 +85,23 @@ class LookbackService:
         self._metrics = metrics or Metrics()
 
     async def search_thread_messages(
-        self, *, uid: str, query: object, limit: object = 5, current_run_id: str | None = None
+        self,
+        *,
+        uid: str,
+        query: object,
+        limit: object = 5,
+        after: object = None,
+        before: object = None,
+        thread_id: object = None,
+        current_run_id: str | None = None,
     ) -> LookbackResult:
-        """``current_run_id``: the searching run, whose own messages (the question that asked
-        for this search) are left out of the results."""
+        """Ranked search (design.md §6.2). ``after`` (inclusive) / ``before`` (exclusive): ISO
+        8601 dates or datetimes bounding the message's time; ``thread_id``: one visible thread.
+        ``current_run_id``: the searching run, whose own messages (the question that asked for
+        this search) are left out of the results."""
         started = time.perf_counter()
         try:
-            return await self._search(uid, query, limit, current_run_id)
+            return await self._search(uid, query, limit, after, before, thread_id, current_run_id)
         finally:
             self._metrics.history_call("search_thread_messages", time.perf_counter() - started)
 
@@ -98,17 +121,35 @@ class LookbackService:
             self._metrics.history_call("read_thread_messages", time.perf_counter() - started)
 
     async def _search(
-        self, uid: str, query: object, limit: object, current_run_id: str | None
+        self,
+        uid: str,
+        query: object,
+        limit: object,
+        after: object,
+        before: object,
+        thread_id: object,
+        current_run_id: str | None,
     ) -> LookbackResult:
         _check_uid(uid)
         q = check_text("query", query, max_chars=SEARCH_QUERY_MAX_CHARS, strip=True)
         n = _int_arg(limit, "limit", 1, SEARCH_MAX_ITEMS)
+        start = _time_arg("after", after)
+        end = _time_arg("before", before)
+        if start is not None and end is not None and start >= end:
+            raise InvalidArgument("after must be earlier than before")
+        thread = None if thread_id is None else _thread_arg(thread_id)
         try:
             async with self._uow() as uow:
                 await _require_memory(uow, uid)
                 return LookbackResult(
                     await uow.conversations.search_messages(
-                        uid, q, n, current_run_id=current_run_id
+                        uid,
+                        q,
+                        n,
+                        current_run_id=current_run_id,
+                        after=start,
+                        before=end,
+                        thread_id=thread,
                     )
                 )
         except SQLAlchemyError as exc:
@@ -146,6 +187,30 @@ class LookbackService:
         except SQLAlchemyError as exc:
             _log.warning("read_thread_messages failed: %r", exc)
             raise StorageUnavailable("history is unavailable right now") from None
+
+    async def list_threads(
+        self, *, uid: str, before: object = None, limit: object = 10
+    ) -> LookbackResult:
+        """The caller's visible threads, newest last message first (design.md §6.5): at most
+        ``limit`` (1-20), optionally only those whose last visible message is strictly before
+        ``before`` (an ISO 8601 date, its midnight UTC, or datetime; without an offset UTC)."""
+        from yuxi.services._lookback_threads import MAX_ITEMS, parse_before
+
+        started = time.perf_counter()
+        try:
+            _check_uid(uid)
+            moment = parse_before(before)
+            n = _int_arg(limit, "limit", 1, MAX_ITEMS)
+            try:
+                async with self._uow() as uow:
+                    await _require_memory(uow, uid)
+                    body = await uow.conversations.list_threads(uid, before=moment, limit=n)
+                    return LookbackResult(body)
+            except SQLAlchemyError as exc:
+                _log.warning("list_threads failed: %r", exc)
+                raise StorageUnavailable("history is unavailable right now") from None
+        finally:
+            self._metrics.history_call("list_threads", time.perf_counter() - started)
 
 
 async def _require_memory(uow: UnitOfWork, uid: str) -> None:

@@ -160,7 +160,15 @@ async def test_correct_search_and_read_reach_the_service(tmp_path: Path) -> None
     (remember,) = memory.calls_to("remember_memory")
     assert (remember["content"], remember["replaces"]) == ("likes black tea", "likes green tea")
     assert memory.calls_to("search_thread_messages") == [
-        {"uid": CTX.uid, "query": "绿茶", "limit": 5, "current_run_id": CTX.run_id}
+        {
+            "uid": CTX.uid,
+            "query": "绿茶",
+            "limit": 5,
+            "after": None,
+            "before": None,
+            "thread_id": None,
+            "current_run_id": CTX.run_id,
+        }
     ]
     assert memory.calls_to("read_thread_messages") == [
         {

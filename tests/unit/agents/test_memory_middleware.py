@@ -45,6 +45,21 @@ EXPECTED_PROPERTIES: dict[str, dict[str, Any]] = {
     "search_thread_messages": {
         "query": {"title": "Query", "type": "string"},
         "limit": {"default": 5, "title": "Limit", "type": "integer"},
+        "after": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "default": None,
+            "title": "After",
+        },
+        "before": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "default": None,
+            "title": "Before",
+        },
+        "thread_id": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "default": None,
+            "title": "Thread Id",
+        },
     },
     "read_thread_messages": {
         "thread_id": {"title": "Thread Id", "type": "string"},
@@ -255,7 +270,13 @@ async def test_tools_fail_closed_without_a_trusted_identity(
     calls_before = list(memory.calls)
     args: dict[str, dict[str, Any]] = {
         "remember_memory": {"content": "x", "replaces": None},
-        "search_thread_messages": {"query": "x", "limit": 5},
+        "search_thread_messages": {
+            "query": "x",
+            "limit": 5,
+            "after": None,
+            "before": None,
+            "thread_id": None,
+        },
         "read_thread_messages": {
             "thread_id": "t",
             "message_id": None,
@@ -289,7 +310,15 @@ async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
         thread_id="thread-old", message_id=7, limit=4, include_tools=True, runtime=_runtime(CTX)
     )
     assert memory.calls_to("search_thread_messages") == [
-        {"uid": CTX.uid, "query": "绿茶", "limit": 3, "current_run_id": CTX.run_id}
+        {
+            "uid": CTX.uid,
+            "query": "绿茶",
+            "limit": 3,
+            "after": None,
+            "before": None,
+            "thread_id": None,
+            "current_run_id": CTX.run_id,
+        }
     ]
     assert memory.calls_to("read_thread_messages") == [
         {

@@ -1,4 +1,4 @@
-"""Main-agent long-term memory: the low-trust memory prompt and the three memory tools.
+"""Main-agent long-term memory: the low-trust memory prompt and the four memory tools.
 
 Owner of the memory prompt and tool assembly (design.md §2, §4). Only the chatbot graph calls
 :func:`create_memory_middleware`, once per new run (chat or resume), after re-querying the
@@ -6,9 +6,10 @@ user's ``enable_memory`` switch:
 
 * switch off → ``None``: MEMORY.md is not opened and no memory tool exists in the run;
 * switch on → a :class:`YuxiMemoryMiddleware` that appends the memory block to the system message
-  of every model call and registers exactly ``remember_memory``, ``search_thread_messages`` and
-  ``read_thread_messages``. Their model-visible schemas carry no identity or path: identity
-  comes only from ``ToolRuntime.context`` (a :class:`~yuxi.agents.context.RunIdentity`).
+  of every model call and registers exactly ``remember_memory``, ``search_thread_messages``,
+  ``read_thread_messages`` and ``list_threads``. Their model-visible schemas carry no identity
+  or path: identity comes only from ``ToolRuntime.context`` (a
+  :class:`~yuxi.agents.context.RunIdentity`).
 
 SubAgent graphs never construct this middleware.
 """
@@ -28,6 +29,7 @@ from yuxi.agents._ports import LookbackPort, MemoryPort
 from yuxi.agents.context import RunIdentity, trusted_context
 from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL
 from yuxi.agents.prompts import (
+    LIST_THREADS_DESCRIPTION,
     MEMORY_RULES,
     NO_MEMORY_LINE,
     READ_THREAD_MESSAGES_DESCRIPTION,
@@ -51,7 +53,12 @@ __all__ = [
     "render_memory_block",
 ]
 
-MEMORY_TOOL_NAMES = (REMEMBER_MEMORY_TOOL, "search_thread_messages", "read_thread_messages")
+MEMORY_TOOL_NAMES = (
+    REMEMBER_MEMORY_TOOL,
+    "search_thread_messages",
+    "read_thread_messages",
+    "list_threads",
+)
 
 #: The name of the memory block's markers (each carries the run's nonce).
 MEMORY_DATA_TAG = "memory_data"
@@ -87,7 +94,7 @@ def _append_to_system_message(message: SystemMessage | None, block: str) -> Syst
 
 
 class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunIdentity, Any]):
-    """Adds the memory block to every model call; carries the three memory tools."""
+    """Adds the memory block to every model call; carries the four memory tools."""
 
     def __init__(
         self, *, snapshot: MemorySnapshot, tools: Sequence[BaseTool], nonce: str | None = None
@@ -151,13 +158,22 @@ def _make_memory_tools(
     async def search_thread_messages(
         query: str,
         limit: int = 5,
+        after: str | None = None,
+        before: str | None = None,
+        thread_id: str | None = None,
         *,
         runtime: ToolRuntime[RunIdentity | None, Any],
     ) -> ToolMessage:
         async def call() -> LookbackResult:
             identity = _identity(runtime, bound)
             return await lookback.search_thread_messages(
-                uid=identity.uid, query=query, limit=limit, current_run_id=identity.run_id
+                uid=identity.uid,
+                query=query,
+                limit=limit,
+                after=after,
+                before=before,
+                thread_id=thread_id,
+                current_run_id=identity.run_id,
             )
 
         return await tool_message("search_thread_messages", runtime, call)
@@ -182,6 +198,18 @@ def _make_memory_tools(
 
         return await tool_message("read_thread_messages", runtime, call)
 
+    async def list_threads(
+        before: str | None = None,
+        limit: int = 10,
+        *,
+        runtime: ToolRuntime[RunIdentity | None, Any],
+    ) -> ToolMessage:
+        async def call() -> LookbackResult:
+            identity = _identity(runtime, bound)
+            return await lookback.list_threads(uid=identity.uid, before=before, limit=limit)
+
+        return await tool_message("list_threads", runtime, call)
+
     return (
         run_tool(
             remember_memory,
@@ -198,6 +226,7 @@ def _make_memory_tools(
             name="read_thread_messages",
             description=READ_THREAD_MESSAGES_DESCRIPTION,
         ),
+        run_tool(list_threads, name="list_threads", description=LIST_THREADS_DESCRIPTION),
     )
 
 

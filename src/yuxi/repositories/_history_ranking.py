@@ -1,0 +1,141 @@
+"""``search_thread_messages`` end to end on one session: the query's phrases and terms, the
+thread filter, the corpus and whether a term is common, the ranking, and the shown rows shaped
+into the budgeted response. The statements are in :mod:`._history_query` and
+:mod:`._history_search`; the rules they follow in design.md §6.2.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from yuxi.errors import InvalidArgument, NotFound
+from yuxi.limits import (
+    SEARCH_FULL_CORPUS_MESSAGES,
+    SEARCH_MAX_ITEMS,
+    SEARCH_MAX_PHRASES,
+    SEARCH_MAX_TERMS,
+    SEARCH_QUERY_MAX_CHARS,
+    SEARCH_TERM_HOLDERS,
+    SEARCH_WINDOW_MESSAGES,
+)
+from yuxi.utils.string_utils import is_valid_text
+
+from . import _history_params as p
+from . import _history_query as query_sql
+from . import _history_search as search
+from . import _history_shape as shape
+from ._history_visibility import NOT_VISIBLE
+
+__all__ = ["search_messages"]
+
+
+async def search_messages(
+    session: AsyncSession,
+    uid: str,
+    query: str,
+    limit: int,
+    *,
+    current_run_id: str | None = None,
+    after: datetime | None = None,
+    before: datetime | None = None,
+    thread_id: str | None = None,
+) -> dict[str, Any]:
+    """The caller's visible messages (none of ``current_run_id``'s chain) that hold a term
+    of ``query``, best first by BM25 (ties: newest first); see :mod:`._history_search`.
+
+    ``query`` was validated by the caller (stripped, 1..256 characters). Quoted phrases
+    must each appear in a returned message (case-insensitive); their terms and the other
+    words rank. ``after`` (inclusive) / ``before`` (exclusive) bound the message's time;
+    ``thread_id`` keeps one visible thread (else ``NotFound``). Bad input is
+    ``InvalidArgument``. The ToolCall table is never touched.
+    """
+    if not query or len(query) > SEARCH_QUERY_MAX_CHARS or not is_valid_text(query):
+        raise InvalidArgument(f"query must be 1..{SEARCH_QUERY_MAX_CHARS} characters of text")
+    limit = min(max(limit, 1), SEARCH_MAX_ITEMS)
+    free_text, phrases = query_sql.split_phrases(query)
+    if len(phrases) > SEARCH_MAX_PHRASES:
+        raise InvalidArgument(f"at most {SEARCH_MAX_PHRASES} quoted phrases")
+    await session.execute(p.PLAN_WITH_PARAMETERS)
+    rows = (await session.execute(*query_sql.terms_statement([free_text, *phrases]))).all()
+    free_terms, *phrase_terms = [list(row[1] or ()) for row in rows]
+    if any(not terms for terms in phrase_terms):
+        raise InvalidArgument("a quoted phrase must hold a letter or digit")
+    terms = list(dict.fromkeys([t for ts in phrase_terms for t in ts] + free_terms))
+    if not terms:
+        raise InvalidArgument("the query must hold a word: letters or digits")
+    used, left_out = terms[:SEARCH_MAX_TERMS], terms[SEARCH_MAX_TERMS:]
+    conversation_id: int | None = None
+    if thread_id is not None:
+        found = await session.execute(*query_sql.thread_filter_statement(uid, thread_id))
+        conversation_id = found.scalar_one_or_none()
+        if conversation_id is None:
+            raise NotFound(NOT_VISIBLE)
+    run = current_run_id
+    docs, total = (await session.execute(*search.corpus_statement(uid, run))).one()
+    docs, total = int(docs), int(total)
+    common: list[bool] = [False] * len(used)
+    if docs > SEARCH_FULL_CORPUS_MESSAGES:
+        common = await _common_terms(session, uid, used, docs, run)
+    windowed = any(common)
+    statement = search.rank_statement(
+        uid,
+        used,
+        phrases=list(zip(phrase_terms, phrases, strict=True)),
+        limit=limit,
+        current_run_id=run,
+        after=after,
+        before=before,
+        conversation_id=conversation_id,
+        docs=docs,
+        avgdl=total / docs if docs else 1.0,
+        rare_terms=[t for t, c in zip(used, common, strict=True) if not c],
+        window=SEARCH_WINDOW_MESSAGES if windowed else None,
+    )
+    ranked = (await session.execute(*statement)).all()
+    shown = await session.execute(
+        *query_sql.details_statement(uid, [int(r.message_id) for r in ranked])
+    )
+    details = {int(row.message_id): row for row in shown}
+    items: list[dict[str, Any]] = []
+    for row in ranked:
+        detail = details.get(int(row.message_id))
+        if detail is None:  # hidden between the two statements: never shown
+            continue
+        match = phrases[0] if phrases else _best_term(row, used)
+        items.append(
+            shape.search_item(detail, rank=len(items) + 1, score=float(row.score), match=match)
+        )
+    searched = int(ranked[0].docs) if windowed and ranked else None
+    if windowed and not ranked:
+        searched = 0
+    return shape.search_response(items, searched_messages=searched, left_out_terms=left_out)
+
+
+async def _common_terms(
+    session: AsyncSession, uid: str, terms: list[str], docs: int, run: str | None
+) -> list[bool]:
+    """Which of ``terms`` more than ``SEARCH_TERM_HOLDERS / len(terms)`` of the caller's
+    ``docs`` visible messages hold. The newest ``SEARCH_WINDOW_MESSAGES`` are a sample: a
+    term their share puts above the bound is common without counting; every other term's
+    holders are counted, up to the bound plus one."""
+    cap = SEARCH_TERM_HOLDERS // len(terms)
+    window = SEARCH_WINDOW_MESSAGES
+    sample = (await session.execute(*search.window_counts_statement(uid, terms, window, run))).one()
+    rows = max(int(sample[0]), 1)
+    common = [int(held) * docs / rows > cap for held in sample[1:]]
+    unsure = [t for t, c in zip(terms, common, strict=True) if not c]
+    if unsure:
+        probe = await session.execute(*search.probe_statement(uid, unsure, cap + 1, run))
+        counted = dict(zip(unsure, (int(row.holders) > cap for row in probe), strict=True))
+        common = [c or counted[t] for t, c in zip(terms, common, strict=True)]
+    return common
+
+
+def _best_term(row: Any, terms: list[str]) -> str:
+    """The term a ranked row holds that weighs most (its snippet is cut around it)."""
+    values = row._mapping
+    held = [(float(values[f"idf{i}"]), -i) for i in range(len(terms)) if values[f"tf{i}"]]
+    return terms[-max(held)[1]] if held else terms[0]
