@@ -7,17 +7,15 @@ returned (the exact compact JSON a tool would send) and proves no marker is in i
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from tests.support.history import seed_user, size, text_size, tx
 from tests.unit.framing_corpus import cf_chars, forged_tags, insertions
 from yuxi.bootstrap import Container
-from yuxi.db.models import Conversation, Message, User, UserConfig
+from yuxi.db.models import Conversation, Message
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import (
     READ_CONTENTS_BYTES,
@@ -43,30 +41,6 @@ CJK = "记忆历史回看边界测试"
 
 def mark(tag: str = "") -> str:
     return f"MARK-{tag}{uuid.uuid4().hex}"
-
-
-def size(obj: Any) -> int:
-    return len(compact_json(obj).encode("utf-8"))
-
-
-def text_size(value: str) -> int:
-    """Bytes of a string inside the compact JSON (escapes counted, quotes not)."""
-    return size(value) - 2
-
-
-@asynccontextmanager
-async def tx(container: Container) -> AsyncIterator[AsyncSession]:
-    async with container.session_factory() as session, session.begin():
-        yield session
-
-
-async def seed_user(container: Container, uid: str | None = None) -> str:
-    uid = uid or f"u_{uuid.uuid4().hex[:12]}"
-    async with tx(container) as s:
-        s.add(User(uid=uid, name=uid))
-        await s.flush()
-        s.add(UserConfig(uid=uid, enable_memory=True))
-    return uid
 
 
 async def search(container: Container, uid: str, query: str, limit: int = 10) -> dict[str, Any]:

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 import pytest
 from sqlalchemy import func, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.integration.plans import plan_nodes
 from tests.sql import APP_DIALECT
+from tests.support.history import size, text_size, tx
 from tests.unit.framing_corpus import cf_chars, forged_tags, insertions, substitutions
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation, Message
@@ -48,20 +47,6 @@ Msg = tuple[Any, ...]
 
 def mark(tag: str) -> str:
     return f"MARK-{tag}-{uuid.uuid4().hex}"
-
-
-def size(obj: Any) -> int:
-    return len(compact_json(obj).encode("utf-8"))
-
-
-def text_size(value: str) -> int:
-    return size(value) - 2
-
-
-@asynccontextmanager
-async def tx(container: Container) -> AsyncIterator[AsyncSession]:
-    async with container.session_factory() as session, session.begin():
-        yield session
 
 
 async def new_thread(

@@ -44,19 +44,24 @@ def test_0005_builds_the_per_user_index_and_drops_the_global_one(
         pytest.skip("this server has no pg_trgm/btree_gin: 0005 only logs")
     upgrade_sync(url, "0004")
     assert GLOBAL in _index_defs(url)
-    upgrade_sync(url)
+    upgrade_sync(url, "0005")  # 0008 replaces this index with the ranked search's
     defs = _index_defs(url)
     assert GLOBAL not in defs
     assert "USING gin (uid, content " in defs[PER_USER] and "gin_trgm_ops" in defs[PER_USER]
     # An interrupted build's invalid leftover is dropped and rebuilt by running 0005 again.
     _invalidate(url, PER_USER)
     command.stamp(alembic_config(url), "0004")
-    upgrade_sync(url)
+    upgrade_sync(url, "0005")
     with psycopg.connect(url) as conn:
         valid = conn.execute(
             "SELECT indisvalid FROM pg_index WHERE indexrelid = %s::regclass", (PER_USER,)
         ).fetchone()
     assert valid == (True,)
+    # 0008 drops it; downgrading below 0008 builds it again.
+    upgrade_sync(url)
+    assert PER_USER not in _index_defs(url)
+    downgrade_sync(url, "0007")
+    assert "USING gin (uid, content " in _index_defs(url)[PER_USER]
     # Downgrade: back to 0004's global index.
     downgrade_sync(url, "0004")
     defs = _index_defs(url)

@@ -11,18 +11,16 @@ from __future__ import annotations
 import math
 import random
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import bm25s
 import pytest
 from sqlalchemy import text, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from tests.support.history import seed_user, tx
 from yuxi.bootstrap import Container
-from yuxi.db.models import Conversation, Message, User, UserConfig
+from yuxi.db.models import Conversation, Message
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import SEARCH_MAX_TERMS
 from yuxi.repositories import _history_ranking
@@ -52,21 +50,6 @@ EN = (
     "dentist",
 )
 ZH = ("乌龙茶", "早上", "花园", "姐姐", "搬家", "春天", "暖气", "厨房", "油漆", "蓝色", "吉他")
-
-
-@asynccontextmanager
-async def tx(container: Container) -> AsyncIterator[AsyncSession]:
-    async with container.session_factory() as session, session.begin():
-        yield session
-
-
-async def seed_user(container: Container) -> str:
-    uid = f"u_{uuid.uuid4().hex[:12]}"
-    async with tx(container) as s:
-        s.add(User(uid=uid, name=uid))
-        await s.flush()
-        s.add(UserConfig(uid=uid, enable_memory=True))
-    return uid
 
 
 async def new_thread(

@@ -25,10 +25,10 @@ Create Date: 2026-12-03
 
 from __future__ import annotations
 
-import logging
-
 import sqlalchemy as sa
 from alembic import op
+
+from yuxi.db.migration_support import ensure_extension, extension_schema, index_is_invalid
 
 revision = "0005"
 down_revision = "0004"
@@ -38,59 +38,11 @@ depends_on = None
 INDEX_NAME = "ix_messages_uid_content_trgm"
 GLOBAL_INDEX_NAME = "ix_messages_content_trgm"  # migration 0002's
 
-_log = logging.getLogger("alembic.runtime.migration")
-
-
-def _schema(bind: sa.Connection, extension: str) -> str | None:
-    row = bind.execute(
-        sa.text(
-            "SELECT n.nspname FROM pg_extension e "
-            "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = :name"
-        ),
-        {"name": extension},
-    ).first()
-    return None if row is None else str(row[0])
-
-
-def _ensure(bind: sa.Connection, extension: str) -> str | None:
-    """Schema of ``extension``, creating it when the server offers it; else ``None``."""
-    schema = _schema(bind, extension)
-    if schema is not None:
-        return schema
-    available = bind.execute(
-        sa.text("SELECT 1 FROM pg_available_extensions WHERE name = :name"), {"name": extension}
-    ).first()
-    if available is None:
-        _log.info("%s is not available on this server; %s not created", extension, INDEX_NAME)
-        return None
-    try:
-        with bind.begin_nested():
-            bind.execute(sa.text(f"CREATE EXTENSION IF NOT EXISTS {extension}"))
-    except sa.exc.DBAPIError as exc:
-        _log.warning(
-            "cannot create extension %s (%s); %s not created", extension, exc.orig, INDEX_NAME
-        )
-        return None
-    return _schema(bind, extension)
-
-
-def _invalid(bind: sa.Connection, name: str) -> bool:
-    return (
-        bind.execute(
-            sa.text(
-                "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                "WHERE c.relname = :name AND NOT i.indisvalid"
-            ),
-            {"name": name},
-        ).first()
-        is not None
-    )
-
 
 def _build(bind: sa.Connection, name: str, columns: str) -> None:
     """``CREATE INDEX CONCURRENTLY`` ``name``, first dropping an invalid leftover of it."""
     with op.get_context().autocommit_block():
-        if _invalid(bind, name):
+        if index_is_invalid(bind, name):
             op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
         op.execute(
             f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON messages USING gin ({columns})"
@@ -99,8 +51,9 @@ def _build(bind: sa.Connection, name: str, columns: str) -> None:
 
 def upgrade() -> None:
     bind = op.get_bind()
-    trgm = _ensure(bind, "pg_trgm")
-    if trgm is None or _ensure(bind, "btree_gin") is None:
+    without = f"{INDEX_NAME} not created"
+    trgm = ensure_extension(bind, "pg_trgm", without=without)
+    if trgm is None or ensure_extension(bind, "btree_gin", without=without) is None:
         return
     opclass = bind.dialect.identifier_preparer.quote_identifier(trgm) + ".gin_trgm_ops"
     # uid takes btree_gin's default operator class for its type.
@@ -112,7 +65,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     """Back to 0004's state: the global trigram index where pg_trgm exists, no per-user one."""
     bind = op.get_bind()
-    trgm = _schema(bind, "pg_trgm")
+    trgm = extension_schema(bind, "pg_trgm")
     if trgm is not None:
         opclass = bind.dialect.identifier_preparer.quote_identifier(trgm) + ".gin_trgm_ops"
         _build(bind, GLOBAL_INDEX_NAME, f"content {opclass}")

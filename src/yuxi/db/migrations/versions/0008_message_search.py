@@ -36,17 +36,15 @@ Create Date: 2026-12-04
 
 from __future__ import annotations
 
-import logging
-
 import sqlalchemy as sa
 from alembic import op
+
+from yuxi.db.migration_support import ensure_extension, extension_schema, index_is_invalid
 
 revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
-
-_log = logging.getLogger("alembic.runtime.migration")
 
 BATCH = 200_000
 INDEX = "ix_message_search_uid_terms"
@@ -146,49 +144,6 @@ $fn$;
 """
 
 
-def _schema(bind: sa.Connection, extension: str) -> str | None:
-    row = bind.execute(
-        sa.text(
-            "SELECT n.nspname FROM pg_extension e "
-            "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = :name"
-        ),
-        {"name": extension},
-    ).first()
-    return None if row is None else str(row[0])
-
-
-def _btree_gin(bind: sa.Connection) -> bool:
-    """Whether btree_gin is installed, installing it where the server offers it."""
-    if _schema(bind, "btree_gin") is not None:
-        return True
-    available = bind.execute(
-        sa.text("SELECT 1 FROM pg_available_extensions WHERE name = 'btree_gin'")
-    ).first()
-    if available is None:
-        _log.info("btree_gin is not available; %s indexes the terms alone", INDEX)
-        return False
-    try:
-        with bind.begin_nested():
-            bind.execute(sa.text("CREATE EXTENSION IF NOT EXISTS btree_gin"))
-    except sa.exc.DBAPIError as exc:
-        _log.warning("cannot create btree_gin (%s); %s indexes the terms alone", exc.orig, INDEX)
-        return False
-    return True
-
-
-def _invalid(bind: sa.Connection, name: str) -> bool:
-    return (
-        bind.execute(
-            sa.text(
-                "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                "WHERE c.relname = :name AND NOT i.indisvalid"
-            ),
-            {"name": name},
-        ).first()
-        is not None
-    )
-
-
 def _index_existing(bind: sa.Connection, low: int, high: int) -> None:
     """Index the searchable messages with ``low < id <= high`` that are not indexed yet."""
     bind.execute(
@@ -251,7 +206,7 @@ def upgrade() -> None:
         "REFERENCING OLD TABLE AS unindexed FOR EACH STATEMENT "
         "EXECUTE FUNCTION yuxi_uncount_indexed()"
     )
-    btree_gin = _btree_gin(bind)
+    btree_gin = ensure_extension(bind, "btree_gin", without=f"{INDEX} indexes the terms alone")
 
     # Existing messages, batch by batch, each batch committed on its own.
     with op.get_context().autocommit_block():
@@ -278,9 +233,9 @@ def upgrade() -> None:
     )
     _index_existing(bind, 0, 2**62)
 
-    columns = "uid, terms" if btree_gin else "terms"
+    columns = "uid, terms" if btree_gin is not None else "terms"
     with op.get_context().autocommit_block():
-        if _invalid(bind, INDEX):
+        if index_is_invalid(bind, INDEX):
             op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {INDEX}")
         op.execute(
             f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {INDEX} "
@@ -305,8 +260,8 @@ def downgrade() -> None:
         "DROP COLUMN IF EXISTS searchable_terms"
     )
     bind = op.get_bind()
-    trgm = _schema(bind, "pg_trgm")
-    if trgm is not None and _schema(bind, "btree_gin") is not None:
+    trgm = extension_schema(bind, "pg_trgm")
+    if trgm is not None and extension_schema(bind, "btree_gin") is not None:
         opclass = bind.dialect.identifier_preparer.quote_identifier(trgm) + ".gin_trgm_ops"
         with op.get_context().autocommit_block():
             op.execute(

@@ -1,0 +1,44 @@
+"""Setting up and measuring history for the lookback tests: a transaction on the container's
+session factory (states the product cannot reach directly), a user with memory on, and the
+byte sizes the tools' budgets are counted in."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from yuxi.bootstrap import Container
+from yuxi.db.models import User, UserConfig
+from yuxi.utils.json_utils import compact_json
+
+__all__ = ["seed_user", "size", "text_size", "tx"]
+
+
+@asynccontextmanager
+async def tx(container: Container) -> AsyncIterator[AsyncSession]:
+    async with container.session_factory() as session, session.begin():
+        yield session
+
+
+async def seed_user(container: Container, uid: str | None = None) -> str:
+    """A new user (``uid`` or a random one) with memory on."""
+    uid = uid or f"u_{uuid.uuid4().hex[:12]}"
+    async with tx(container) as s:
+        s.add(User(uid=uid, name=uid))
+        await s.flush()
+        s.add(UserConfig(uid=uid, enable_memory=True))
+    return uid
+
+
+def size(obj: Any) -> int:
+    """UTF-8 bytes of ``obj`` as compact JSON (how every budget is counted)."""
+    return len(compact_json(obj).encode("utf-8"))
+
+
+def text_size(value: str) -> int:
+    """Bytes of a string inside the compact JSON (escapes counted, quotes not)."""
+    return size(value) - 2
