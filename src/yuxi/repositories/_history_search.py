@@ -212,14 +212,11 @@ def _newest(
 @functools.cache
 def _window_counts(n: int, own_run: bool) -> Select[*tuple[Any, ...]]:
     visible = _visible_threads()
-    newest = _newest(_searchable(visible, own_run), filtered=False).subquery("newest")
+    newest = _newest(_searchable(visible, own_run), filtered=False, frequencies=n).subquery()
     return select(
         func.count().label("rows"),
-        *(
-            func.count().filter(S.terms.contains(cast(array([_term(i)]), ARRAY(Text()))))
-            for i in range(n)
-        ),
-    ).where(S.message_id.in_(select(newest.c.message_id)))
+        *(func.count().filter(newest.c[f"tf{i}"] > 0) for i in range(n)),
+    )
 
 
 def window_counts_statement(
