@@ -3,7 +3,7 @@
 A :class:`RunIdentity` is built by the run service from the row a worker has just claimed (its
 lease), validated once here, and then passed unchanged: to the executor, into LangGraph as the
 run ``context`` (``context_schema``), to every tool through ``ToolRuntime.context``, and to the
-memory write gate (``DriverUnitOfWork.lock_memory_write``), which checks it against the row
+memory write gate (``uow.memory_gate``, ``MemoryGate``), which checks it against the row
 under ``FOR UPDATE``.
 
 ``worker_id`` is the lease token of the claiming worker. It is ``None`` for a SubAgent's run:

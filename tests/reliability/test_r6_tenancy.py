@@ -105,13 +105,13 @@ async def _victim(server: LiveServer, container: Container, n: int) -> Victim:
             detail = (await c.get(f"/api/v1/threads/{thread}")).json()
             v.messages += [m["message_id"] for m in detail["messages"]]
         # Positive control: the owner does see every marker, so their absence elsewhere means
-        # something (and the search tool does find the owner's own marker by its prefix).
+        # something (and the search tool does find the owner's own marker, a whole term).
         own = "\n".join([(await c.get(f"/api/v1/threads/{t}")).text for t in v.threads])
     v.memory_sha = hashlib.sha256(memory_file(container, uid).read_bytes()).hexdigest()
     assert m1 in memory_file(container, uid).read_text()
     assert all(m[len(PREFIX) + 8 :] in own for m in v.markers)
     lookback = container.services.lookback
-    found = await tool_payload(lambda: lookback.search_thread_messages(uid=uid, query=m2[:10]))
+    found = await tool_payload(lambda: lookback.search_thread_messages(uid=uid, query=m2))
     assert m2 in json.dumps(found), found
     return v
 
@@ -232,12 +232,22 @@ async def _probe(
             ok = result.get("status") != "error" if own else result.get("code") == "not_found"
         else:
             query = rng.choice(
-                [PREFIX, rng.choice(v.markers)[: rng.randint(3, 10)], "locker code", "secret"]
+                [
+                    PREFIX,
+                    rng.choice(v.markers),  # a whole victim marker: one term
+                    rng.choice(v.markers)[: rng.randint(3, 10)],
+                    "locker code",
+                    "secret",
+                ]
             )
             result = await tool_payload(
                 lambda: memory.search_thread_messages(uid=a.uid, query=query, limit=10)
             )
-            kind, ok = "tool search marker prefix", result.get("items") == []
+            # Any hit is the attacker's own (a word of the query in its own thread); the
+            # victim's bytes are checked for below.
+            items = result.get("items", [])
+            kind = "tool search marker or prefix"
+            ok = isinstance(items, list) and all(i.get("thread_id") == a.thread for i in items)
         p.check(kind, json.dumps(result, ensure_ascii=False), ok, "unexpected result")
 
 
