@@ -107,44 +107,6 @@ def publish_file(dir_fd: int, name: str, data: bytes, display: str) -> None:
     commit_staged(dir_fd, stage_file(dir_fd, name, data, display), name, display)
 
 
-class StagedFile:
-    """A publish cut in two (:meth:`Workspace.stage_authorized_file`): the new bytes are durable
-    in a temp file next to the target, which is untouched until :meth:`publish_sync`. Exactly one
-    of :meth:`publish_sync` and :meth:`discard_sync` must follow; either closes the directory.
-
-    Why: the memory write path stages the file while the database records the version, and
-    publishes (rename + directory fsync) only once the record is in, so the two overlap.
-    """
-
-    __slots__ = ("_dir_fd", "_display", "_name", "_temp_name")
-
-    def __init__(self, dir_fd: int, temp_name: str, name: str, display: str) -> None:
-        self._dir_fd: int | None = dir_fd
-        self._temp_name, self._name, self._display = temp_name, name, display
-
-    def _take_dir(self) -> int:
-        if self._dir_fd is None:
-            raise RuntimeError("this staged file was already published or discarded")
-        dir_fd, self._dir_fd = self._dir_fd, None
-        return dir_fd
-
-    def publish_sync(self) -> None:
-        """Rename the temp onto the target and fsync the directory (see :func:`commit_staged`)."""
-        dir_fd = self._take_dir()
-        try:
-            commit_staged(dir_fd, self._temp_name, self._name, self._display)
-        finally:
-            os.close(dir_fd)
-
-    def discard_sync(self) -> None:
-        """Remove the temp; the target stays as it was."""
-        dir_fd = self._take_dir()
-        try:
-            discard_temp(dir_fd, self._temp_name)
-        finally:
-            os.close(dir_fd)
-
-
 def remove_stale_temps(dir_fd: int, older_than_seconds: float) -> int:
     """Unlink regular files in ``dir_fd`` named like publish temps and at least this old."""
     now = time.time()

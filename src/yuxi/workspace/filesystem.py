@@ -47,14 +47,13 @@ from yuxi.workspace._fd import (
 )
 from yuxi.workspace._lock import T, workspace_lock, workspace_lock_then
 from yuxi.workspace._paths import is_temp_name, split_relative_path, workspace_dirname
-from yuxi.workspace._publish import StagedFile, publish_file, remove_stale_temps, stage_file
+from yuxi.workspace._publish import publish_file, remove_stale_temps
 
 __all__ = [
     "AGENTS_PATH",
     "MEMORY_PATH",
     "USER_PATH",
     "FileEntry",
-    "StagedFile",
     "Workspace",
     "etag_for",
     "if_match_allows",
@@ -251,21 +250,6 @@ class Workspace:
     async def replace_authorized_file(self, path: str, data: bytes) -> None:
         """Async :meth:`replace_authorized_file_sync` (see there for the exact guarantees)."""
         await asyncio.to_thread(self.replace_authorized_file_sync, path, data)
-
-    def stage_authorized_file_sync(self, path: str, data: bytes) -> StagedFile:
-        """:meth:`replace_authorized_file_sync` up to the fsync of the temp file: the target is
-        untouched until :meth:`StagedFile.publish_sync` (rename + directory fsync), and
-        :meth:`StagedFile.discard_sync` leaves it so. Same checks, same guarantees."""
-        if not isinstance(data, bytes):
-            raise InvalidArgument(f"data must be bytes, not {type(data).__name__}")
-        components = split_relative_path(path)
-        dir_fd = self._open_dir(components[:-1], create=True)
-        try:
-            temp_name = stage_file(dir_fd, components[-1], data, path)
-        except BaseException:
-            os.close(dir_fd)
-            raise
-        return StagedFile(dir_fd, temp_name, components[-1], path)
 
     async def write_file(self, path: str, data: bytes) -> None:
         """Generic file write: the same atomic publish as :meth:`replace_authorized_file`."""
