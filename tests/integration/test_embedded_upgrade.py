@@ -192,11 +192,12 @@ def test_an_upgrade_interrupted_between_the_renames_is_finished_at_the_next_star
         assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
-def test_migrations_run_twice_on_a_new_embedded_cluster_and_build_the_trigram_index(
+def test_migrations_run_twice_on_a_new_embedded_cluster_and_build_the_term_index(
     base: Path,
 ) -> None:
-    """Embedded 18 ships pg_trgm and btree_gin, so migration 0005 builds the per-user trigram
-    index there (and drops 0002's global one)."""
+    """Embedded 18 ships btree_gin, so migration 0008 builds the ranked search's term index
+    with the owner as its first key (0005's trigram index is gone by then), and the terms fold
+    case and width in every script."""
     server = EmbeddedPostgres(base / "pgdata")
     url = server.start()
     with psycopg.connect(url, autocommit=True) as conn:
@@ -206,12 +207,17 @@ def test_migrations_run_twice_on_a_new_embedded_cluster_and_build_the_trigram_in
     upgrade_sync(fresh)
     with psycopg.connect(fresh) as conn:
         indexes = conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'ix_messages_%trgm'"
+            "SELECT indexname, indexdef FROM pg_indexes "
+            "WHERE indexname LIKE 'ix_messages_%trgm' OR indexname = 'ix_message_search_uid_terms'"
         ).fetchall()
-        assert indexes == [("ix_messages_uid_content_trgm",)]
+        assert [name for name, _ in indexes] == ["ix_message_search_uid_terms"]
+        assert "USING gin (uid, terms)" in indexes[0][1]
         assert conn.execute(
             "SELECT 'Ä' ILIKE 'ä', 'Σ' ILIKE 'σ', lower('ÄΣ') = 'äσ'"
         ).fetchone() == (True, True, True)
+        assert conn.execute("SELECT yuxi_search_terms('ÄΣ ＡＢＣ 乌龙茶')").fetchone() == (
+            ["äσ", "abc", "乌龙", "龙茶"],
+        )
 
 
 def test_yuxi_db_upgrade_server_moves_the_old_data_dir_then_has_nothing_to_do(
