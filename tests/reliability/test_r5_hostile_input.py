@@ -4,15 +4,15 @@ Three surfaces:
 
 * **tools** — ``MemoryService`` methods called directly with oversize, lone-surrogate, NUL,
   wrong-typed and absurd arguments (limits of -1, 10**30, "5", True, None, deep lists …), and
-  LIKE wildcards that must match literally;
+  LIKE wildcards that must never act as wildcards;
 * **api** — raw HTTP requests (exact bytes on the wire): oversize bodies, invalid UTF-8 in PUT
   bodies, NUL, ``..`` / ``%2e%2e`` / absolute / backslash paths, symlinks planted in workspaces
   pointing outside, wrong-typed and unknown JSON fields, JSON nested 10,000 levels deep;
 * **agent** — the offline model driving the real file and history tools over HTTP with
   traversal and symlink paths (writes go through approval, then must still be refused).
 
-Every case must end in a clear 4xx or a structured tool error (or, for wildcards, a literal
-match), never a 5xx or an exception, and nothing may change on disk: the whole workspace tree
+Every case must end in a clear 4xx or a structured tool error (or, for wildcards, hits that hold
+one of the query's words), never a 5xx or an exception, and nothing may change on disk: the whole workspace tree
 (lock files aside) and a sentinel directory outside it are hashed before and after.
 """
 
@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import stat
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -109,16 +110,25 @@ class Corpus:
         got = result.get("code", result.get("status")) if isinstance(result, dict) else result
         self.record("tool", name, str(got), ok)
 
-    async def literal_search(self, name: str, call: Callable[[], Awaitable[Any]], q: str) -> None:
-        """A wildcard query is a literal: every item really contains it."""
+    async def wildcard_search(self, name: str, call: Callable[[], Awaitable[Any]], q: str) -> None:
+        """A LIKE wildcard is never a wildcard: ``%``, ``_`` and ``\\`` separate words. A query
+        with no word is a structured ``invalid_argument``; otherwise every hit holds one of the
+        query's words."""
         try:
             result = await tool_payload(call)
         except Exception as exc:
             self.record("tool", name, f"exception {type(exc).__name__}", False)
             return
+        words = re.findall(r"[^\W_]+", q.lower())
+        if isinstance(result, dict) and result.get("status") == "error":
+            ok = not words and result.get("code") == "invalid_argument"
+            self.record("tool", name, str(result.get("code")), ok)
+            return
         items = result.get("items") if isinstance(result, dict) else None
-        ok = isinstance(items, list) and all(q.lower() in i["content"].lower() for i in items)
-        self.record("tool", name, f"literal {len(items or [])} items", ok)
+        ok = isinstance(items, list) and all(
+            any(w in i["content"].lower() for w in words) for i in items
+        )
+        self.record("tool", name, f"{len(items or [])} items holding a word", ok)
 
     async def api(
         self,
@@ -349,13 +359,13 @@ async def _tool_cases(c: Corpus, container: Container, env: dict[str, Any]) -> N
             ("unauthorized_run",),
         )
     for q in ("%", "_", "\\", "%%", "_%_", "%_%", "a%b", "100%", "snake_case", "\\slash"):
-        await c.literal_search(
+        await c.wildcard_search(
             f"search wildcard {q!r}", _later(search, uid=uid_a, query=q, limit=10), q
         )
-    await c.literal_search(
+    await c.wildcard_search(
         "search limit '5' (digit string accepted as 5)",
-        lambda: search(uid=uid_a, query="_", limit="5"),
-        "_",
+        lambda: search(uid=uid_a, query="plain", limit="5"),
+        "plain",
     )
 
     read = container.services.lookback.read_thread_messages
