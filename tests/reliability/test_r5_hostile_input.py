@@ -12,8 +12,9 @@ Three surfaces:
   traversal and symlink paths (writes go through approval, then must still be refused).
 
 Every case must end in a clear 4xx or a structured tool error (or, for wildcards, hits that hold
-one of the query's words), never a 5xx or an exception, and nothing may change on disk: the whole workspace tree
-(lock files aside) and a sentinel directory outside it are hashed before and after.
+one of the query's words), never a 5xx or an exception, and nothing may change on disk: the
+whole workspace tree (lock files aside) and a sentinel directory outside it are hashed before
+and after.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 
 from tests.sql import APP_DIALECT
-from yuxi.repositories import _history_reads as reads
 from yuxi.repositories import _history_query as query_sql
+from yuxi.repositories import _history_reads as reads
 from yuxi.repositories import _history_search as q
 from yuxi.repositories._history_params import Statement
 
