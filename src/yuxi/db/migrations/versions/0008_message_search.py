@@ -22,12 +22,12 @@ What it adds:
 * The per-user trigram index of 0005 is dropped: the ranked search finds quoted phrases
   through their terms and checks the phrase on those rows only.
 
-Existing messages are indexed in batches of ``BATCH`` ids, each its own transaction, *before*
-the trigger on ``messages`` exists; then, in one last transaction, the trigger is created
-(which waits for inserts in flight to commit) and every message still missing is indexed.
-Message inserts wait only for that last transaction (an anti-join of messages against
-message_search); the batches block nothing. The GIN index is built ``CONCURRENTLY``. The times
-for 10M rows are in ``docs/performance.md``. Running it twice changes nothing.
+The triggers on ``messages`` are created first, each in its own short transaction (creating
+one waits for the inserts in flight): from then on every new message is indexed by them, and
+every older one is committed, so the backfill that follows sees it. Existing messages are then
+indexed in batches of ``BATCH`` ids, each its own transaction, and the GIN index is built
+``CONCURRENTLY``: no writer waits for more than a trigger's creation. The times for 10M rows are
+in ``docs/performance.md``. Running it twice changes nothing.
 
 Revision ID: 0008
 Revises: 0007
@@ -154,7 +154,8 @@ def _index_existing(bind: sa.Connection, low: int, high: int) -> None:
             "yuxi_search_terms(m.content) "
             "FROM messages m WHERE m.id > :low AND m.id <= :high "
             "AND m.role IN ('user', 'assistant') AND m.message_type = 'text' "
-            "AND NOT EXISTS (SELECT 1 FROM message_search s WHERE s.message_id = m.id)"
+            "AND NOT EXISTS (SELECT 1 FROM message_search s WHERE s.message_id = m.id) "
+            "ON CONFLICT (message_id) DO NOTHING"
         ),
         {"low": low, "high": high},
     )
@@ -208,30 +209,26 @@ def upgrade() -> None:
     )
     btree_gin = ensure_extension(bind, "btree_gin", without=f"{INDEX} indexes the terms alone")
 
-    # Existing messages, batch by batch, each batch committed on its own.
     with op.get_context().autocommit_block():
+        # The triggers first, each created in its own short transaction: creating one waits
+        # for the inserts in flight and commits at once, so every message is either committed
+        # before it (and visible to the batches below) or indexed by it.
+        op.execute(
+            "CREATE OR REPLACE TRIGGER messages_indexed AFTER INSERT ON messages "
+            "REFERENCING NEW TABLE AS new_messages FOR EACH STATEMENT "
+            "EXECUTE FUNCTION yuxi_index_new_messages()"
+        )
+        op.execute(
+            "CREATE OR REPLACE TRIGGER messages_reindexed AFTER UPDATE ON messages "
+            "REFERENCING OLD TABLE AS old_messages NEW TABLE AS new_messages "
+            "FOR EACH STATEMENT EXECUTE FUNCTION yuxi_reindex_changed_messages()"
+        )
+        # Then the existing messages, batch by batch, each batch committed on its own.
         top = bind.execute(sa.text("SELECT coalesce(max(id), 0) FROM messages")).scalar_one()
         low = 0
         while low < top:
             _index_existing(bind, low, low + BATCH)
             low += BATCH
-    # The trigger, then every message still missing: those written while the batches ran, and
-    # those of transactions that were in flight when their batch ran. Creating the trigger
-    # waits for the inserts in flight, and new inserts wait for this transaction, so nothing
-    # falls between the two; they wait only for this last anti-join.
-    op.execute("DROP TRIGGER IF EXISTS messages_indexed ON messages")
-    op.execute(
-        "CREATE TRIGGER messages_indexed AFTER INSERT ON messages "
-        "REFERENCING NEW TABLE AS new_messages FOR EACH STATEMENT "
-        "EXECUTE FUNCTION yuxi_index_new_messages()"
-    )
-    op.execute("DROP TRIGGER IF EXISTS messages_reindexed ON messages")
-    op.execute(
-        "CREATE TRIGGER messages_reindexed AFTER UPDATE ON messages "
-        "REFERENCING OLD TABLE AS old_messages NEW TABLE AS new_messages FOR EACH STATEMENT "
-        "EXECUTE FUNCTION yuxi_reindex_changed_messages()"
-    )
-    _index_existing(bind, 0, 2**62)
 
     columns = "uid, terms" if btree_gin is not None else "terms"
     with op.get_context().autocommit_block():
