@@ -29,3 +29,20 @@ async def until(
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         await asyncio.sleep(poll)
+
+
+async def until_waiting_on_a_lock(database_url: str, *, within: float = 30.0) -> None:
+    """Until a session of this database waits for a heavyweight lock (an advisory lock, a row
+    lock): proof that a writer is really blocked, not just slow to start."""
+    import psycopg
+
+    async def waiting() -> bool:
+        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            row = await cur.fetchone()
+        return bool(row and row[0])
+
+    await until("a session waiting on a lock", waiting, within=within)

@@ -6,7 +6,9 @@ import asyncio
 from typing import Any
 
 import psycopg
+import pytest
 
+from tests.waiting import until, until_waiting_on_a_lock
 from yuxi.bootstrap import Container
 from yuxi.errors import PreconditionFailed
 
@@ -98,10 +100,11 @@ async def test_stale_etag_is_refused_and_file_kept(container: Container) -> None
     assert memory_file(container, uid).read_text() == "first\n"
 
 
-async def _blocked_while(holder: Any, writer: Any) -> None:
-    """``writer`` must not finish while ``holder`` holds the lock, and must finish after."""
+async def _blocked_while(holder: Any, writer: Any, blocked: Any) -> None:
+    """``writer`` must not finish while ``holder`` holds the lock, and must finish after.
+    ``blocked()`` returns once the writer is proven to wait for it (not merely slow)."""
     task = asyncio.ensure_future(writer)
-    await asyncio.sleep(0.5)
+    await blocked()
     assert not task.done(), "the write did not wait for the lock"
     await holder()
     result = await asyncio.wait_for(task, timeout=10)
@@ -135,10 +138,14 @@ async def test_every_writer_takes_the_per_uid_advisory_lock(
             await conn.commit()
             await conn.close()
 
-        await _blocked_while(release, make_writer(run))
+        await _blocked_while(
+            release, make_writer(run), lambda: until_waiting_on_a_lock(database_url)
+        )
 
 
-async def test_writes_also_wait_for_the_file_lock(container: Container) -> None:
+async def test_writes_also_wait_for_the_file_lock(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The flock taken inside the advisory lock (see yuxi.workspace._lock) is really taken."""
     import fcntl
     import os
@@ -155,4 +162,19 @@ async def test_writes_also_wait_for_the_file_lock(container: Container) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
-    await _blocked_while(release, remember(container, run, "after flock"))
+    from yuxi.workspace import _lock
+
+    refused = 0
+    original = _lock._try_lock
+
+    def counted(lock_fd: int) -> bool:
+        nonlocal refused
+        taken = original(lock_fd)
+        refused += not taken
+        return taken
+
+    async def flock_refused() -> None:
+        await until("the writer to find the flock taken", lambda: refused >= 1, within=30)
+
+    monkeypatch.setattr(_lock, "_try_lock", counted)
+    await _blocked_while(release, remember(container, run, "after flock"), flock_refused)

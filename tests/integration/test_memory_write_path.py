@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from sqlalchemy import event
 
+from tests.waiting import until_waiting_on_a_lock
 from yuxi.bootstrap import Container
 from yuxi.services import _memory_versions
 
@@ -128,7 +129,7 @@ async def test_a_switch_turned_off_while_the_gate_waits_is_seen(
             "SELECT pg_advisory_xact_lock(hashtextextended('user-memory:' || %s, 0))", (uid,)
         )
         task = asyncio.ensure_future(remember(container, run, "must not land"))
-        await asyncio.sleep(0.5)
+        await until_waiting_on_a_lock(database_url)
         assert not task.done(), "the write did not wait for the lock"
         await asyncio.wait_for(set_memory(container, uid, False), 10)  # not blocked
         await holder.commit()
@@ -139,7 +140,9 @@ async def test_a_switch_turned_off_while_the_gate_waits_is_seen(
     assert path.read_text() == "before\n"
 
 
-async def test_turning_the_switch_off_waits_for_a_write_in_flight(container: Container) -> None:
+async def test_turning_the_switch_off_waits_for_a_write_in_flight(
+    container: Container, database_url: str
+) -> None:
     """The gate holds the switch ``FOR SHARE`` until its write commits: turning memory off
     cannot land between the gate and the publish."""
     from yuxi.repositories.memory_version_repository import MemoryVersionRepository
@@ -159,7 +162,7 @@ async def test_turning_the_switch_off_waits_for_a_write_in_flight(container: Con
         write = asyncio.ensure_future(remember(container, run, "in flight"))
         await asyncio.wait_for(gate_passed.wait(), 10)
         switch = asyncio.ensure_future(set_memory(container, uid, False))
-        await asyncio.sleep(0.5)
+        await until_waiting_on_a_lock(database_url)
         assert not switch.done(), "turning memory off did not wait for the write"
         release.set()
         assert (await asyncio.wait_for(write, 10))["status"] == "updated"
