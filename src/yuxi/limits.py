@@ -55,10 +55,10 @@ SEARCH_FILTER_MAX_CHARS = 64
 SEARCH_FULL_CORPUS_MESSAGES = 2_000
 #: Beyond that, each term's holders are counted up to ``SEARCH_TERM_HOLDERS // terms``: a term
 #: with more is *common*. Ranking every holder of common terms would read tens of thousands of
-#: rows for a long history, so the search then ranks the newest ``SEARCH_WINDOW_MESSAGES``
-#: visible messages (within the filters) together with every holder of a rarer term, and says
-#: so (``"complete": false``). Each holder read is a row of ``message_search``; these two keep
-#: a search's reads within a few thousand rows (docs/performance.md, B4).
+#: rows for a long history, so the search then ranks the visible ones among the newest
+#: ``SEARCH_WINDOW_MESSAGES`` (within the filters) together with every holder of a rarer term,
+#: and says so (``"complete": false``). Each holder read is a row of ``message_search``; these
+#: two keep a search's reads within a few thousand rows (docs/performance.md, B4).
 SEARCH_TERM_HOLDERS = 3_000
 SEARCH_WINDOW_MESSAGES = 1_000
 READ_MAX_MESSAGES = 20

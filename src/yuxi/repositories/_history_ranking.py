@@ -118,7 +118,8 @@ async def _common_terms(
     session: AsyncSession, uid: str, terms: list[str], docs: int, run: str | None
 ) -> list[bool]:
     """Which of ``terms`` more than ``SEARCH_TERM_HOLDERS / len(terms)`` of the caller's
-    ``docs`` visible messages hold. The newest ``SEARCH_WINDOW_MESSAGES`` are a sample: a
+    ``docs`` visible messages hold. The newest ``SEARCH_WINDOW_MESSAGES`` (their visible ones)
+    are a sample: a
     term their share puts above the bound is common without counting; every other term's
     holders are counted, up to the bound plus one."""
     cap = SEARCH_TERM_HOLDERS // len(terms)

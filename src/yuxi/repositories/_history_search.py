@@ -10,7 +10,7 @@ calls ``lucene``::
 
 where N, avgdl and df are taken over the *corpus*: every visible message of the caller (the
 searching run's own messages left out), or, when the caller's history is large and a query
-term is common in it, the newest ``SEARCH_WINDOW_MESSAGES`` visible messages within the
+term is common in it, the visible ones among its newest ``SEARCH_WINDOW_MESSAGES`` within the
 filters together with every holder of a rarer term (see :mod:`yuxi.limits`). Filters
 (``after``, ``before``, one thread) and quoted phrases choose which of the corpus may be
 *returned*; they do not change the statistics of the full corpus.
@@ -186,13 +186,13 @@ def probe_statement(uid: str, terms: list[str], cap: int, current_run_id: str | 
 def _newest(
     searchable: list[ColumnElement[bool]], *, filtered: bool, frequencies: int | None = None
 ) -> Select[*tuple[Any, ...]]:
-    """The caller's newest ``WINDOW`` visible messages (within the filters if ``filtered``): a
-    walk of ``(uid, created_at DESC)`` that stops there. Their ids, or with ``frequencies``
-    the columns :func:`_with_frequencies` adds for that many terms.
+    """The visible ones of the caller's newest ``WINDOW`` indexed messages (within the filters
+    if ``filtered``): a walk of ``(uid, created_at DESC)`` that stops there. Their ids, or with
+    ``frequencies`` the columns :func:`_with_frequencies` adds for that many terms.
 
-    Visibility is a column of the walk, filtered outside it (``OFFSET 0`` keeps the filter
-    out): as a condition inside, the planner underestimates how many rows pass it and reads
-    every row of the user through the term index, then sorts them."""
+    The walk's own ``LIMIT`` bounds what it reads, so the planner walks the index in order and
+    stops, whatever the filters (without it, a date range made it read every row of the range
+    through a bitmap and sort them). Visibility is applied to the rows walked."""
     inner = select(S.message_id)
     if frequencies is not None:
         inner = _with_frequencies(
@@ -203,10 +203,10 @@ def _newest(
         inner.add_columns(and_(*searchable).label("visible"))
         .where(S.uid == p.UID, *(_returnable() if filtered else ()))
         .order_by(S.created_at.desc(), S.message_id.desc())
-        .offset(0)
+        .limit(p.WINDOW)
         .subquery("walk")
     )
-    return select(*(walk.c[name] for name in names)).where(walk.c.visible).limit(p.WINDOW)
+    return select(*(walk.c[name] for name in names)).where(walk.c.visible)
 
 
 @functools.cache
