@@ -8,6 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.support.locks import FlockRefusals
 from tests.waiting import until, until_waiting_on_a_lock
 from yuxi.bootstrap import Container
 from yuxi.errors import PreconditionFailed
@@ -162,19 +163,9 @@ async def test_writes_also_wait_for_the_file_lock(
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
-    from yuxi.workspace import _lock
-
-    refused = 0
-    original = _lock._try_lock
-
-    def counted(lock_fd: int) -> bool:
-        nonlocal refused
-        taken = original(lock_fd)
-        refused += not taken
-        return taken
+    refusals = FlockRefusals(monkeypatch)
 
     async def flock_refused() -> None:
-        await until("the writer to find the flock taken", lambda: refused >= 1, within=30)
+        await until("the writer to find the flock taken", lambda: refusals.count >= 1, within=30)
 
-    monkeypatch.setattr(_lock, "_try_lock", counted)
     await _blocked_while(release, remember(container, run, "after flock"), flock_refused)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.locks import FlockRefusals
 from tests.waiting import until
 from yuxi.workspace import _lock
 from yuxi.workspace._lock import workspace_lock, workspace_lock_then
@@ -70,16 +71,7 @@ async def test_a_lock_held_by_another_descriptor_is_waited_for(
     other = os.open(_lock_path(tmp_path), os.O_RDWR)
     fcntl.flock(other, fcntl.LOCK_EX)
     ran = asyncio.Event()
-    refused = 0
-    original = _lock._try_lock
-
-    def counted(fd: int) -> bool:
-        nonlocal refused
-        taken = original(fd)
-        refused += not taken
-        return taken
-
-    monkeypatch.setattr(_lock, "_try_lock", counted)
+    refusals = FlockRefusals(monkeypatch)
 
     async def writer() -> None:
         async with workspace_lock_then(tmp_path, "ws", lambda: "second hop") as value:
@@ -88,7 +80,7 @@ async def test_a_lock_held_by_another_descriptor_is_waited_for(
 
     task = asyncio.ensure_future(writer())
     # Refused in the worker thread, then again by the waiting loop: the writer tried and waits.
-    await until("the writer to find the flock taken twice", lambda: refused >= 2, within=5)
+    await until("the writer to find the flock taken twice", lambda: refusals.count >= 2, within=5)
     assert not ran.is_set(), "entered while another descriptor held the flock"
     fcntl.flock(other, fcntl.LOCK_UN)
     os.close(other)
