@@ -58,7 +58,7 @@ SEARCH_FULL_CORPUS_MESSAGES = 2_000
 #: rows for a long history, so the search then ranks the visible ones among the newest
 #: ``SEARCH_WINDOW_MESSAGES`` (within the filters) together with every holder of a rarer term,
 #: and says so (``"complete": false``). Each holder read is a row of ``message_search``; these
-#: two keep a search's reads within a few thousand rows (docs/performance.md, B4).
+#: two keep a search's reads within a few thousand rows (docs/performance.md).
 SEARCH_TERM_HOLDERS = 3_000
 SEARCH_WINDOW_MESSAGES = 1_000
 READ_MAX_MESSAGES = 20

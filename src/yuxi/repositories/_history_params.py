@@ -4,7 +4,7 @@ The statements the history tools run are built once per shape (``functools.cache
 parameters, and executed with a dict of values. SQLAlchemy keys its compiled-SQL cache on a
 traversal of the statement, memoized per statement object: building and keying these nested
 statements anew on every call would cost more Python time than the database spends on them
-(docs/performance.md, B4).
+(docs/performance.md).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ Statement = tuple[Select[*tuple[Any, ...]], dict[str, Any]]
 #: Run first in every history tool's transaction. psycopg prepares a statement after 5 runs and
 #: PostgreSQL may then keep a *generic* plan, made without the parameters: for these statements
 #: (one user's rows, terms common or rare for that user, filters given or not) such a plan reads
-#: far more than the plan made for the actual values (figures: docs/performance.md, B4). Only
+#: far more than the plan made for the actual values (figures: docs/performance.md). Only
 #: for the history statements: the rest of the app keeps generic plans, which spare the write
 #: path's statements their planning time.
 PLAN_WITH_PARAMETERS: TextClause = text("SET LOCAL plan_cache_mode = force_custom_plan")

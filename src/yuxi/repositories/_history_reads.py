@@ -47,7 +47,7 @@ THREAD_WINDOWS = ("latest", "anchor", "before", "after")
 def _thread_window(kind: str) -> Select[*tuple[Any, ...]]:
     # Not a join: with the conversation joined, the planner put the thread's rows under a
     # nested loop, so ``ORDER BY id LIMIT n`` could not stop early and every read fetched and
-    # sorted the whole thread (the figures: docs/performance.md, B4). This shape, with
+    # sorted the whole thread (the figures: docs/performance.md). This shape, with
     # migration 0006's statistics, walks ``(conversation_id, id)`` and stops.
     columns: tuple[Any, ...] = (Message.id, Message.role, _content_prefix())
     base = (
