@@ -99,12 +99,14 @@ def test_search_lists_what_it_found_in_words() -> None:
             },
         ],
         "truncated": True,
+        "complete": False,
     }
     assert _answer("search history: oolong", found).splitlines() == [
         "I found 2 messages in your past conversations for «oolong»:",
         "- «旧对话» (thread th-1, message 7, user): …I drink oolong tea…",
         "- «Untitled» (thread th-2, message 9, assistant): oolong",
-        "(Older matches were left out.)",
+        "(Lower-ranked matches were left out.)",
+        "(Only the newest messages were ranked for the commonest words.)",
     ]
     assert _answer("search history: 茶", {"items": [], "truncated": False}) == (
         "I found nothing in your past conversations for «茶»."

@@ -66,7 +66,9 @@ def _found(payload: dict[str, Any], args: Mapping[str, Any]) -> str | None:
             snippet = _one_line(item.get("content", ""))
             lines.append(f"- «{title}» ({where}, {item.get('role')}): {snippet}")
     if payload.get("truncated"):
-        lines.append("(Older matches were left out.)")
+        lines.append("(Lower-ranked matches were left out.)")
+    if payload.get("complete") is False:
+        lines.append("(Only the newest messages were ranked for the commonest words.)")
     return "\n".join(lines)
 
 
