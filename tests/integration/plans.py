@@ -13,16 +13,19 @@ from sqlalchemy.sql import ClauseElement
 from tests.sql import APP_DIALECT
 
 
-def explain(url: str, statement: ClauseElement, params: Mapping[str, Any]) -> dict[str, Any]:
+def explain(
+    url: str, statement: ClauseElement, params: Mapping[str, Any], *, analyze: bool = False
+) -> dict[str, Any]:
     """The plan of ``statement`` with ``params`` (inlined as literals: a custom plan, as the
-    history tools get with ``PLAN_WITH_PARAMETERS``)."""
+    history tools get with ``PLAN_WITH_PARAMETERS``); with ``analyze``, as it ran."""
     sql = str(
         statement.params(**params).compile(
             dialect=APP_DIALECT, compile_kwargs={"literal_binds": True}
         )
     )
     with psycopg.connect(url) as conn:
-        row = conn.execute(f"EXPLAIN (FORMAT JSON) {sql.replace('%%', '%')}").fetchone()
+        options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
+        row = conn.execute(f"EXPLAIN ({options}) {sql.replace('%%', '%')}").fetchone()
     assert row is not None
     plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
     return dict(plan[0]["Plan"])

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from tests.support.history import seed_user, size, text_size, tx
+from tests.support.history import new_thread, seed_user, size, text_size, tx
 from tests.unit.framing_corpus import cf_chars, forged_tags, insertions
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation, Message
@@ -67,29 +67,6 @@ async def not_visible_message(container: Container, uid: str, thread_id: str, **
     with pytest.raises(NotFound) as info:
         await read(container, uid, thread_id, **kw)
     return info.value.message
-
-
-async def new_thread(
-    container: Container,
-    uid: str,
-    contents: list[str],
-    *,
-    title: str = "",
-    source: str = "chat",
-    status: str = "active",
-) -> tuple[Conversation, list[int]]:
-    async with tx(container) as s:
-        repo = ConversationRepository(s)
-        conv = await repo.create_conversation(uid, title=title, source=source)
-        ids = []
-        for i, content in enumerate(contents):
-            msg = await repo.add_message(
-                conv, role="user" if i % 2 == 0 else "assistant", content=content
-            )
-            ids.append(msg.id)
-        if status != "active":
-            await repo.set_status(uid, conv.thread_id, status)
-    return conv, ids
 
 
 # -- visibility and the field allowlist ----------------------------------------------------------

@@ -13,12 +13,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
 import pytest
 from sqlalchemy import func, select, text, update
 
-from tests.integration.plans import plan_nodes
-from tests.sql import APP_DIALECT
+from tests.integration.plans import explain, plan_nodes
 from tests.support.history import size, text_size, tx
 from tests.unit.framing_corpus import cf_chars, forged_tags, insertions, substitutions
 from yuxi.bootstrap import Container
@@ -616,7 +614,7 @@ async def test_statement_probes_only_the_threads_near_the_top(
             await s.execute(text(f"ANALYZE {table}"))
     for before in (None, datetime.now(UTC) + timedelta(days=1)):
         statement, values = listing.threads_statement(uid, before=before, limit=10)
-        nodes = plan_nodes(_explain_analyze(database_url, statement, values))
+        nodes = plan_nodes(explain(database_url, statement, values, analyze=True))
         on_messages = [n for n in nodes if n.get("Relation Name") == "messages"]
         assert {n["Node Type"] for n in on_messages} == {"Index Scan"}, before
         assert {n["Index Name"] for n in on_messages} == {"ix_messages_conversation_id_id"}
@@ -626,16 +624,3 @@ async def test_statement_probes_only_the_threads_near_the_top(
         assert probes <= 4 * 11, (before, probes)
         listed = await list_threads(container, uid, before=before and iso(before))
         assert [i["title"] for i in listed["items"]] == [f"t{i}" for i in range(299, 289, -1)]
-
-
-def _explain_analyze(url: str, statement: Any, values: dict[str, Any]) -> dict[str, Any]:
-    sql = str(
-        statement.params(**values).compile(
-            dialect=APP_DIALECT, compile_kwargs={"literal_binds": True}
-        )
-    )
-    with psycopg.connect(url) as conn:
-        row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql.replace('%%', '%')}").fetchone()
-    assert row is not None
-    plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
-    return dict(plan[0]["Plan"])

@@ -18,9 +18,9 @@ import bm25s
 import pytest
 from sqlalchemy import text, update
 
-from tests.support.history import seed_user, tx
+from tests.support.history import new_thread, seed_user, tx
 from yuxi.bootstrap import Container
-from yuxi.db.models import Conversation, Message
+from yuxi.db.models import Message
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import SEARCH_MAX_TERMS
 from yuxi.repositories import _history_ranking
@@ -50,23 +50,6 @@ EN = (
     "dentist",
 )
 ZH = ("乌龙茶", "早上", "花园", "姐姐", "搬家", "春天", "暖气", "厨房", "油漆", "蓝色", "吉他")
-
-
-async def new_thread(
-    container: Container, uid: str, contents: list[str], *, status: str = "active"
-) -> tuple[Conversation, list[int]]:
-    async with tx(container) as s:
-        repo = ConversationRepository(s)
-        conv = await repo.create_conversation(uid, title=f"t {uuid.uuid4().hex[:6]}")
-        ids = []
-        for i, content in enumerate(contents):
-            message = await repo.add_message(
-                conv, role="user" if i % 2 == 0 else "assistant", content=content
-            )
-            ids.append(message.id)
-        if status != "active":
-            await repo.set_status(uid, conv.thread_id, status)
-    return conv, ids
 
 
 async def search(container: Container, uid: str, query: str, **kw: Any) -> dict[str, Any]:
@@ -175,7 +158,7 @@ async def test_ties_are_newest_first_and_every_hit_says_when_and_where(
     container: Container,
 ) -> None:
     alice = await seed_user(container)
-    conv, ids = await new_thread(container, alice, ["same words here"] * 3)
+    conv, ids = await new_thread(container, alice, ["same words here"] * 3, title="tea talk")
     result = await search(container, alice, "words")
     assert [i["message_id"] for i in result["items"]] == list(reversed(ids))
     for rank, item in enumerate(result["items"], start=1):

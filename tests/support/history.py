@@ -12,10 +12,11 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.bootstrap import Container
-from yuxi.db.models import User, UserConfig
+from yuxi.db.models import Conversation, User, UserConfig
+from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.utils.json_utils import compact_json
 
-__all__ = ["seed_user", "size", "text_size", "tx"]
+__all__ = ["new_thread", "seed_user", "size", "text_size", "tx"]
 
 
 @asynccontextmanager
@@ -42,3 +43,28 @@ def size(obj: Any) -> int:
 def text_size(value: str) -> int:
     """Bytes of a string inside the compact JSON (escapes counted, quotes not)."""
     return size(value) - 2
+
+
+async def new_thread(
+    container: Container,
+    uid: str,
+    contents: list[str],
+    *,
+    title: str = "",
+    source: str = "chat",
+    status: str = "active",
+) -> tuple[Conversation, list[int]]:
+    """A thread of ``uid`` with ``contents`` as alternating user/assistant messages (then
+    ``status`` set); the thread and the message ids."""
+    async with tx(container) as s:
+        repo = ConversationRepository(s)
+        conv = await repo.create_conversation(uid, title=title, source=source)
+        ids = []
+        for i, content in enumerate(contents):
+            msg = await repo.add_message(
+                conv, role="user" if i % 2 == 0 else "assistant", content=content
+            )
+            ids.append(msg.id)
+        if status != "active":
+            await repo.set_status(uid, conv.thread_id, status)
+    return conv, ids
