@@ -165,8 +165,9 @@ async def test_ties_are_newest_first_and_every_hit_says_when_and_where(
         assert item["rank"] == rank
         assert item["thread_id"] == conv.thread_id
         assert item["title"] == conv.title
-        created = datetime.strptime(item["created_at"], "%Y-%m-%dT%H:%M:%SZ")
-        assert abs(created.replace(tzinfo=UTC) - datetime.now(UTC)) < timedelta(minutes=5)
+        assert item["created_at"].endswith("Z")
+        created = datetime.fromisoformat(item["created_at"].removesuffix("Z") + "+00:00")
+        assert abs(created - datetime.now(UTC)) < timedelta(minutes=5)
 
 
 async def test_a_new_message_is_searchable_in_the_transaction_that_wrote_it(

@@ -46,9 +46,12 @@ def _framed(value: str | None) -> str | None:
 # -- search ------------------------------------------------------------------------------------
 
 
-def iso_time(value: datetime) -> str:
-    """A stored time as the tools show it: ISO 8601 in UTC, to the second (``…Z``)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def iso_utc(value: datetime) -> str:
+    """ISO 8601 in UTC with ``Z``; microseconds only when there are any (so a listed time, passed
+    back as ``before``, pages on exactly after it)."""
+    moment = value.astimezone(UTC)
+    fraction = f".{moment.microsecond:06d}" if moment.microsecond else ""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
 
 
 def search_item(row: Any, *, rank: int, score: float, match: str) -> dict[str, Any]:
@@ -72,7 +75,7 @@ def search_item(row: Any, *, rank: int, score: float, match: str) -> dict[str, A
         "title": title,
         "message_id": int(row.message_id),
         "role": row.role,
-        "created_at": iso_time(row.created_at),
+        "created_at": iso_utc(row.created_at),
         "score": round(score, 3),
         "content": snippet,
     }

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -59,6 +59,7 @@ from yuxi.utils.prompt_framing import neutralize_markup
 
 from . import _history_params as p
 from ._history_params import Statement
+from ._history_shape import iso_utc
 from ._history_visibility import visible_conversation, visible_message
 
 __all__ = [
@@ -184,14 +185,6 @@ def threads_statement(uid: str, *, before: datetime | None, limit: int) -> State
 
 
 # -- shape -------------------------------------------------------------------------------------
-
-
-def iso_utc(value: datetime) -> str:
-    """ISO 8601 in UTC with ``Z``; microseconds only when there are any (so a listed time, passed
-    back as ``before``, pages on exactly after it)."""
-    moment = value.astimezone(UTC)
-    fraction = f".{moment.microsecond:06d}" if moment.microsecond else ""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
 
 
 def first_line(prefix: str | None) -> str:
