@@ -27,7 +27,7 @@ from yuxi.repositories._history_threads import (
     thread_item,
     threads_response,
 )
-from yuxi.services._lookback_threads import parse_before
+from yuxi.services._lookback_time import parse_time
 from yuxi.utils.json_utils import compact_json
 from yuxi.utils.prompt_framing import find_markup
 
@@ -78,7 +78,7 @@ def test_iso_utc() -> None:
     assert iso_utc(AT) == "2026-03-01T09:30:00Z"
     east = datetime(2026, 3, 1, 17, 30, 0, 5, tzinfo=timezone(timedelta(hours=8)))
     assert iso_utc(east) == "2026-03-01T09:30:00.000005Z"
-    assert parse_before(iso_utc(east)) == east  # a listed time pages on exactly
+    assert parse_time("before", iso_utc(east)) == east  # a listed time pages on exactly
 
 
 @pytest.mark.parametrize(
@@ -93,13 +93,13 @@ def test_iso_utc() -> None:
     ],
 )
 def test_before(value: object, expected: datetime | None) -> None:
-    assert parse_before(value) == expected
+    assert parse_time("before", value) == expected
 
 
 @pytest.mark.parametrize("value", ["2026-02-30", "tomorrow", "2026-W09-1", 1, b"2026-03-01"])
 def test_bad_before(value: object) -> None:
     with pytest.raises(InvalidArgument, match="before must be an ISO 8601"):
-        parse_before(value)
+        parse_time("before", value)
 
 
 # -- items and the response budget -----------------------------------------------------------------

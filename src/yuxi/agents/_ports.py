@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from yuxi.identity import RunIdentity
+from yuxi.limits import LIST_THREADS_DEFAULT_ITEMS
 from yuxi.services.lookback_service import LookbackResult
 from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
 
@@ -83,7 +84,7 @@ class LookbackPort(Protocol):
     ) -> LookbackResult: ...
 
     async def list_threads(
-        self, *, uid: str, before: object = None, limit: object = 10
+        self, *, uid: str, before: object = None, limit: object = LIST_THREADS_DEFAULT_ITEMS
     ) -> LookbackResult: ...
 
 

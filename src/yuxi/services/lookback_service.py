@@ -14,13 +14,14 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from yuxi.errors import InvalidArgument, MemoryDisabled, StorageUnavailable, UnauthorizedRun
 from yuxi.limits import (
+    LIST_THREADS_DEFAULT_ITEMS,
+    LIST_THREADS_MAX_ITEMS,
     READ_MAX_MESSAGES,
     SEARCH_MAX_ITEMS,
     SEARCH_QUERY_MAX_CHARS,
@@ -60,11 +61,6 @@ def _int_arg(value: object, name: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise InvalidArgument(f"{name} must be between {low} and {high}")
     return value
-
-
-def _time_arg(name: str, value: object) -> datetime | None:
-    """A model-supplied time filter: ``None`` or blank (no filter), else an aware instant."""
-    return parse_time(name, value)
 
 
 def _thread_arg(value: object) -> str:
@@ -133,8 +129,8 @@ class LookbackService:
         _check_uid(uid)
         q = check_text("query", query, max_chars=SEARCH_QUERY_MAX_CHARS, strip=True)
         n = _int_arg(limit, "limit", 1, SEARCH_MAX_ITEMS)
-        start = _time_arg("after", after)
-        end = _time_arg("before", before)
+        start = parse_time("after", after)
+        end = parse_time("before", before)
         if start is not None and end is not None and start >= end:
             raise InvalidArgument("after must be earlier than before")
         thread = None if thread_id is None else _thread_arg(thread_id)
@@ -189,18 +185,16 @@ class LookbackService:
             raise StorageUnavailable("history is unavailable right now") from None
 
     async def list_threads(
-        self, *, uid: str, before: object = None, limit: object = 10
+        self, *, uid: str, before: object = None, limit: object = LIST_THREADS_DEFAULT_ITEMS
     ) -> LookbackResult:
         """The caller's visible threads, newest last message first (design.md §6.5): at most
         ``limit`` (1-20), optionally only those whose last visible message is strictly before
         ``before`` (an ISO 8601 date, its midnight UTC, or datetime; without an offset UTC)."""
-        from yuxi.services._lookback_threads import MAX_ITEMS, parse_before
-
         started = time.perf_counter()
         try:
             _check_uid(uid)
-            moment = parse_before(before)
-            n = _int_arg(limit, "limit", 1, MAX_ITEMS)
+            moment = parse_time("before", before)
+            n = _int_arg(limit, "limit", 1, LIST_THREADS_MAX_ITEMS)
             try:
                 async with self._uow() as uow:
                     await _require_memory(uow, uid)

@@ -39,6 +39,7 @@ from yuxi.agents.prompts import (
 from yuxi.agents.tools.run_tool import run_tool
 from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import UnauthorizedRun
+from yuxi.limits import LIST_THREADS_DEFAULT_ITEMS
 from yuxi.services.lookback_service import LookbackResult
 from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
 from yuxi.utils.prompt_framing import close_marker, neutralize_markup, new_nonce, open_marker
@@ -200,7 +201,7 @@ def _make_memory_tools(
 
     async def list_threads(
         before: str | None = None,
-        limit: int = 10,
+        limit: int = LIST_THREADS_DEFAULT_ITEMS,
         *,
         runtime: ToolRuntime[RunIdentity | None, Any],
     ) -> ToolMessage:
