@@ -219,6 +219,31 @@ async def test_a_large_history_with_a_common_term_ranks_the_window_and_every_rar
     assert (await search(container, alice, "needle"))["complete"] is True
 
 
+async def test_a_term_absent_from_the_window_but_common_in_the_past_is_counted_common(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newest messages are only a sample: a term they do not hold is counted, and one held
+    by more than the bound in older history still makes the search windowed."""
+    monkeypatch.setattr(_history_ranking, "SEARCH_FULL_CORPUS_MESSAGES", 20)
+    monkeypatch.setattr(_history_ranking, "SEARCH_TERM_HOLDERS", 10)  # a lone term: 10
+    monkeypatch.setattr(_history_ranking, "SEARCH_WINDOW_MESSAGES", 8)
+    alice = await seed_user(container)
+    await new_thread(container, alice, [f"oldtopic talk {i}" for i in range(11)])
+    _, recent = await new_thread(container, alice, [f"filler line {i}" for i in range(30)])
+    common = await search(container, alice, "oldtopic")
+    assert common["complete"] is False  # 11 holders > 10: only the window is ranked
+    assert common["items"] == [] and common["searched_messages"] == 8
+    # Ten holders are not more than the bound: the whole history is ranked.
+    async with tx(container) as s:
+        await s.execute(
+            text("DELETE FROM messages WHERE uid = :u AND content = 'oldtopic talk 0'"),
+            {"u": alice},
+        )
+    whole = await search(container, alice, "oldtopic")
+    assert whole["complete"] is True and len(whole["items"]) == 10
+    del recent
+
+
 # -- filters ----------------------------------------------------------------------------------
 
 

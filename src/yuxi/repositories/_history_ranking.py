@@ -80,6 +80,7 @@ async def search_messages(
     if docs > SEARCH_FULL_CORPUS_MESSAGES:
         common = await _common_terms(session, uid, used, docs, run)
     windowed = any(common)
+    rare = [t for t, c in zip(used, common, strict=True) if not c]
     statement = search.rank_statement(
         uid,
         used,
@@ -91,7 +92,7 @@ async def search_messages(
         conversation_id=conversation_id,
         docs=docs,
         avgdl=total / docs if docs else 1.0,
-        rare_terms=[t for t, c in zip(used, common, strict=True) if not c],
+        rare_terms=rare,
         window=SEARCH_WINDOW_MESSAGES if windowed else None,
     )
     ranked = (await session.execute(*statement)).all()
@@ -108,9 +109,20 @@ async def search_messages(
         items.append(
             shape.search_item(detail, rank=len(items) + 1, score=float(row.score), match=match)
         )
-    searched = int(ranked[0].docs) if windowed and ranked else None
-    if windowed and not ranked:
-        searched = 0
+    searched: int | None = None
+    if windowed and ranked:
+        searched = int(ranked[0].docs)
+    elif windowed:
+        size = search.window_size_statement(
+            uid,
+            rare_terms=rare,
+            window=SEARCH_WINDOW_MESSAGES,
+            current_run_id=run,
+            after=after,
+            before=before,
+            conversation_id=conversation_id,
+        )
+        searched = int((await session.execute(*size)).scalar_one())
     return shape.search_response(items, searched_messages=searched, left_out_terms=left_out)
 
 

@@ -66,6 +66,7 @@ __all__ = [
     "probe_statement",
     "rank_statement",
     "window_counts_statement",
+    "window_size_statement",
 ]
 
 #: BM25's term-frequency saturation and length normalisation: the usual values (Lucene's ``b``;
@@ -227,6 +228,38 @@ def window_counts_statement(
     values: dict[str, Any] = {"uid": uid, "window": window, "run_id": current_run_id}
     values.update({f"t{i}": term for i, term in enumerate(terms)})
     return _window_counts(len(terms), current_run_id is not None), values
+
+
+@functools.cache
+def _window_size(own_run: bool) -> Select[*tuple[Any, ...]]:
+    visible = _visible_threads()
+    searchable = _searchable(visible, own_run)
+    newest = _newest(searchable, filtered=True)
+    rare = select(S.message_id).where(*searchable, *_returnable(), S.terms.overlap(_RARE))
+    return select(func.count()).select_from(union(newest, rare).subquery("corpus"))
+
+
+def window_size_statement(
+    uid: str,
+    *,
+    rare_terms: list[str],
+    window: int,
+    current_run_id: str | None,
+    after: Any,
+    before: Any,
+    conversation_id: int | None,
+) -> Statement:
+    """How many messages the windowed corpus of :func:`rank_statement` holds (for a search that
+    ranked nothing: its rows carry the count otherwise)."""
+    return _window_size(current_run_id is not None), {
+        "uid": uid,
+        "rare_terms": rare_terms,
+        "window": window,
+        "run_id": current_run_id,
+        "after": after,
+        "before": before,
+        "conversation_id": conversation_id,
+    }
 
 
 # -- ranking ---------------------------------------------------------------------------------
