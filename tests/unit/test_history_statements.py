@@ -12,6 +12,7 @@ import pytest
 from tests.sql import APP_DIALECT
 from yuxi.repositories import _history_query as query_sql
 from yuxi.repositories import _history_reads as reads
+from yuxi.repositories import _history_sample as sample
 from yuxi.repositories import _history_search as q
 from yuxi.repositories._history_params import Statement
 
@@ -20,8 +21,8 @@ A, B = "uid-marker-a-甲", "uid-marker-b-乙"
 SHAPES: dict[str, Callable[[str, int], Statement]] = {
     "corpus": lambda uid, n: q.corpus_statement(uid, None),
     "corpus, own run": lambda uid, n: q.corpus_statement(uid, f"run-{uid}"),
-    "probe": lambda uid, n: q.probe_statement(uid, [f"t{n}", uid], n, None),
-    "window counts": lambda uid, n: q.window_counts_statement(uid, [f"t{n}", "x"], n, None),
+    "probe": lambda uid, n: sample.probe_statement(uid, [f"t{n}", uid], n, None),
+    "window counts": lambda uid, n: sample.window_counts_statement(uid, [f"t{n}", "x"], n, None),
     "rank": lambda uid, n: q.rank_statement(
         uid,
         [f"deploy{n}", "部署"],
@@ -46,7 +47,7 @@ SHAPES: dict[str, Callable[[str, int], Statement]] = {
         rare_terms=["部署"],
         window=200 + n,
     ),
-    "window size, own run": lambda uid, n: q.window_size_statement(
+    "window size, own run": lambda uid, n: sample.window_size_statement(
         uid,
         rare_terms=[f"t{n}"],
         window=n,

@@ -25,6 +25,7 @@ from yuxi.utils.string_utils import is_valid_text
 
 from . import _history_params as p
 from . import _history_query as query_sql
+from . import _history_sample as sample
 from . import _history_search as search
 from . import _history_shape as shape
 from ._history_visibility import NOT_VISIBLE
@@ -113,7 +114,7 @@ async def search_messages(
     if windowed and ranked:
         searched = int(ranked[0].docs)
     elif windowed:
-        size = search.window_size_statement(
+        size = sample.window_size_statement(
             uid,
             rare_terms=rare,
             window=SEARCH_WINDOW_MESSAGES,
@@ -136,12 +137,12 @@ async def _common_terms(
     holders are counted, up to the bound plus one."""
     cap = SEARCH_TERM_HOLDERS // len(terms)
     window = SEARCH_WINDOW_MESSAGES
-    sample = (await session.execute(*search.window_counts_statement(uid, terms, window, run))).one()
-    rows = max(int(sample[0]), 1)
-    common = [int(held) * docs / rows > cap for held in sample[1:]]
+    counts = (await session.execute(*sample.window_counts_statement(uid, terms, window, run))).one()
+    rows = max(int(counts[0]), 1)
+    common = [int(held) * docs / rows > cap for held in counts[1:]]
     unsure = [t for t, c in zip(terms, common, strict=True) if not c]
     if unsure:
-        probe = await session.execute(*search.probe_statement(uid, unsure, cap + 1, run))
+        probe = await session.execute(*sample.probe_statement(uid, unsure, cap + 1, run))
         counted = dict(zip(unsure, (int(row.holders) > cap for row in probe), strict=True))
         common = [c or counted[t] for t, c in zip(terms, common, strict=True)]
     return common
