@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import report
-from ._env import close_env, open_env
+from benchmarks import report
+from benchmarks.env import close_env, open_env
 
 
 @dataclass(frozen=True)
@@ -75,14 +75,14 @@ def _args(argv: list[str]) -> argparse.Namespace:
 
 
 async def _main(args: argparse.Namespace, argv: list[str]) -> int:
-    from .b1_write import run_b1
-    from .b2_contention import run_b2
-    from .b3_read import run_b3
-    from .b4_history import parse_scale, run_b4
-    from .b5_context import run_b5
-    from .b6_runtime import run_b6
-    from .b7_recall import SIZES as B7_SIZES
-    from .b7_recall import run_b7
+    from benchmarks.b1_write import run_b1
+    from benchmarks.b2_contention import run_b2
+    from benchmarks.b3_read import run_b3
+    from benchmarks.b4_history import parse_scale, run_b4
+    from benchmarks.b5_context import run_b5
+    from benchmarks.b6_runtime import run_b6
+    from benchmarks.b7_recall import SIZES as B7_SIZES
+    from benchmarks.b7_recall import run_b7
 
     mode = "quick" if args.quick else "full"
     plan = PLANS[mode]

@@ -15,10 +15,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from benchmarks.fixtures import naive_append
 from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.identity import RunIdentity
-
-from ._fixtures import naive_append
 
 
 async def _sleep_until(deadline: float) -> None:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
-from ._stats import round_order
+from benchmarks.stats import round_order
 
 Op = Callable[[int], Awaitable[object]]
 

@@ -57,14 +57,9 @@ import psycopg
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
-from yuxi.agents.tools.tool_result import tool_outcome
-from yuxi.db.engine import ping_idle_connections, sqlalchemy_url
-from yuxi.services.memory_service import MemoryService
-from yuxi.services.unit_of_work import unit_of_work_factory
-from yuxi.workspace.filesystem import MEMORY_PATH
-
-from ._env import APP_PG_OPTIONS, BenchEnv
-from ._fixtures import (
+from benchmarks._runner import Op, interleave
+from benchmarks.env import APP_PG_OPTIONS, BenchEnv
+from benchmarks.fixtures import (
     Identity,
     durable_publish,
     make_claimed_run,
@@ -74,8 +69,12 @@ from ._fixtures import (
     restore_memory_quota,
     write_plain,
 )
-from ._runner import Op, interleave
-from ._stats import ratio, summarize
+from benchmarks.stats import ratio, summarize
+from yuxi.agents.tools.tool_result import tool_outcome
+from yuxi.db.engine import ping_idle_connections, sqlalchemy_url
+from yuxi.services.memory.service import MemoryService
+from yuxi.services.unit_of_work import unit_of_work_factory
+from yuxi.workspace.filesystem import MEMORY_PATH
 
 GOAL_OURS_OVER_FLOOR_P50 = 1.5
 BASE_BYTES = 2048

@@ -25,11 +25,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from yuxi.workspace.filesystem import MEMORY_PATH
-
-from ._b2proc import worker_main
-from ._env import BenchEnv
-from ._fixtures import (
+from benchmarks._b2proc import worker_main
+from benchmarks.env import BenchEnv
+from benchmarks.fixtures import (
     as_kwargs,
     count_entries,
     make_claimed_run,
@@ -37,7 +35,8 @@ from ._fixtures import (
     restore_memory_quota,
     write_plain,
 )
-from ._stats import round_order, summarize
+from benchmarks.stats import round_order, summarize
+from yuxi.workspace.filesystem import MEMORY_PATH
 
 LEVELS = (1, 2, 4, 8, 16)
 PROCESSES = 4

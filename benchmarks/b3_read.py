@@ -19,14 +19,13 @@ from typing import Any
 
 from sqlalchemy import text
 
+from benchmarks._runner import interleave
+from benchmarks.env import BenchEnv
+from benchmarks.fixtures import make_user, realistic_memory
+from benchmarks.stats import ratio, summarize
 from yuxi.agents.middlewares.memory import render_memory_block
 from yuxi.utils.prompt_framing import new_nonce
 from yuxi.workspace.filesystem import MEMORY_PATH
-
-from ._env import BenchEnv
-from ._fixtures import make_user, realistic_memory
-from ._runner import interleave
-from ._stats import ratio, summarize
 
 MEMORY_BYTES = 20 * 1024
 READ_CAP = 24 * 1024

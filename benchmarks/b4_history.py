@@ -55,14 +55,13 @@ from typing import Any
 import psycopg
 from sqlalchemy import event
 
+from benchmarks._b4_cold import Evictor
+from benchmarks._runner import Op, interleave
+from benchmarks.datagen import TERMS, HistoryGenerator, message_text
+from benchmarks.env import BenchEnv
+from benchmarks.stats import ratio, summarize
 from yuxi.agents.tools.tool_result import tool_outcome
-from yuxi.services.lookback_service import LookbackService
-
-from ._b4_cold import Evictor
-from ._env import BenchEnv
-from ._runner import Op, interleave
-from ._stats import ratio, summarize
-from .datagen import TERMS, HistoryGenerator, message_text
+from yuxi.services.lookback.service import LookbackService
 
 SEARCH_TABLE = "message_search"
 FALLBACK_INDEX = "b4_message_search_fallback"

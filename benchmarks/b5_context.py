@@ -24,6 +24,9 @@ from typing import Any
 import psycopg
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from benchmarks.datagen import TERMS, generate
+from benchmarks.env import BenchEnv
+from benchmarks.fixtures import make_claimed_run, realistic_memory
 from yuxi.agents.context import RunIdentity, build_agent_input_context
 from yuxi.agents.middlewares.memory import create_memory_middleware, render_memory_block
 from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
@@ -31,10 +34,6 @@ from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.agents.tools.workspace_tools import make_workspace_tools
 from yuxi.utils.json_utils import compact_json
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
-
-from ._env import BenchEnv
-from ._fixtures import make_claimed_run, realistic_memory
-from .datagen import TERMS, generate
 
 SIZES = (100, 1_000, 10_000)
 MEMORY_BYTES = 20 * 1024

@@ -42,11 +42,10 @@ import httpx
 import psycopg
 from psycopg.types.json import Jsonb
 
-from yuxi.services.run_service import RunService
-
-from ._env import BenchEnv
-from ._fixtures import LONG_LEASE_SECONDS
-from ._stats import ratio, round_order, summarize
+from benchmarks.env import BenchEnv
+from benchmarks.fixtures import LONG_LEASE_SECONDS
+from benchmarks.stats import ratio, round_order, summarize
+from yuxi.services.runs.service import RunService
 
 VARIANTS = ("ours", "ours_wait", "floor")
 STREAM_LEVELS = (0, 100, 1000)

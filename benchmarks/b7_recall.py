@@ -1,15 +1,15 @@
 """B7 — recall quality of the history search: the product against BM25 and today's literal search.
 
-A seeded corpus (:mod:`benchmarks._b7_corpus`: English and Chinese users, ~18 months of threads,
+A seeded corpus (:mod:`benchmarks.b7.corpus`: English and Chinese users, ~18 months of threads,
 facts stated once early and asked much later, distractors, two-part stories, temporal topics) is
-loaded by COPY (:mod:`benchmarks._b7_load`). Every question's query (its content words, plus
+loaded by COPY (:mod:`benchmarks.b7.load`). Every question's query (its content words, plus
 ``after``/``before`` for temporal ones) goes, for the question's user, to:
 
 * ``product`` — ``services.lookback.search_thread_messages(uid, query, limit=10, after=...,
   before=...)``, timed; on a product without ``after``/``before`` it is called without them
   (``result["product_date_filters"]`` says which ran);
 * ``bm25s_default`` / ``bm25s_terms`` — BM25 by the ``bm25s`` library over the same visible
-  messages, two tokenizations, the same date filter (:mod:`benchmarks._b7_bm25`);
+  messages, two tokenizations, the same date filter (:mod:`benchmarks.b7.bm25`);
 * ``literal`` — today's search in SQL: the whole query as one ILIKE substring, newest first,
   no dates (the shipped tool has none).
 
@@ -28,14 +28,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks.b7.bm25 import TOKENIZERS, Bm25Index
+from benchmarks.b7.corpus import CATEGORIES, Corpus, Question, build_corpus
+from benchmarks.b7.load import literal_search, load, visible
+from benchmarks.env import BenchEnv
+from benchmarks.stats import summarize
 from yuxi.errors import YuxiError
-from yuxi.services.lookback_service import LookbackService
-
-from ._b7_bm25 import TOKENIZERS, Bm25Index
-from ._b7_corpus import CATEGORIES, Corpus, Question, build_corpus
-from ._b7_load import literal_search, load, visible
-from ._env import BenchEnv
-from ._stats import summarize
+from yuxi.services.lookback.service import LookbackService
 
 __all__ = ["KS", "SIZES", "SYSTEMS", "recall_rows", "run_b7", "search_product"]
 

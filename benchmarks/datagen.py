@@ -172,7 +172,7 @@ class GeneratedData:
     terms: dict[str, str] = field(default_factory=lambda: dict(TERMS))
 
 
-def _reserve_ids(cur: psycopg.Cursor[Any], table: str, n: int) -> int:
+def reserve_ids(cur: psycopg.Cursor[Any], table: str, n: int) -> int:
     """Reserve ``n`` consecutive ids of ``table``'s serial; return the first."""
     row = cur.execute("SELECT pg_get_serial_sequence(%s, 'id')", (table,)).fetchone()
     assert row is not None and row[0]
@@ -254,7 +254,7 @@ class HistoryGenerator:
         links: list[tuple[int, int]] = []
         now = datetime.now(UTC)
         with self.conn.cursor() as cur:
-            first = _reserve_ids(cur, "conversations", len(specs))
+            first = reserve_ids(cur, "conversations", len(specs))
             with cur.copy(
                 "COPY conversations (id, thread_id, uid, title, status, source, created_at, "
                 "updated_at) FROM STDIN"

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ._b7_report import md_b7
+from benchmarks.b7.report import md_b7
 
 CHART_NAME = "b2_latency_vs_concurrency.png"
 

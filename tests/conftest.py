@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.fixtures_pg", "tests.fixtures_server"]
+pytest_plugins = ["tests.support.postgres", "tests.support.server"]
 
 PG_TIERS = ("tests/integration", "tests/e2e", "tests/browser")
 

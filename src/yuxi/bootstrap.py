@@ -24,12 +24,12 @@ from yuxi.db.engine import create_engine, create_session_factory, libpq_url
 from yuxi.db.notifications import Notifications
 from yuxi.observability.metrics import Metrics
 from yuxi.runtime.agent_runtime import AgentRuntime, RunLimits
-from yuxi.services.chat_service import ChatService
+from yuxi.services.chat.service import ChatService
 from yuxi.services.health_service import HealthService
-from yuxi.services.lookback_service import LookbackService
-from yuxi.services.memory_history_service import MemoryHistoryService
-from yuxi.services.memory_service import MemoryService
-from yuxi.services.run_service import RunService
+from yuxi.services.lookback.service import LookbackService
+from yuxi.services.memory.service import MemoryService
+from yuxi.services.memory.version_service import MemoryHistoryService
+from yuxi.services.runs.service import RunService
 from yuxi.services.service_set import Services
 from yuxi.services.unit_of_work import UnitOfWorkFactory, unit_of_work_factory
 from yuxi.services.user_service import UserService

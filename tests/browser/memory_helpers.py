@@ -8,7 +8,7 @@ import httpx
 from playwright.async_api import expect
 
 from tests.browser.conftest import UI
-from tests.fixtures_server import LiveServer, create_user_with_token, login_link
+from tests.support.server import LiveServer, create_user_with_token, login_link
 from yuxi.bootstrap import Container
 
 MEMORY = "/api/v1/workspace/files/agents/MEMORY.md"

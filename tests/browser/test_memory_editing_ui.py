@@ -14,7 +14,7 @@ from playwright.async_api import expect
 
 from tests.browser.conftest import UI, send, wait_idle
 from tests.browser.memory_helpers import entry_texts, memory_text, open_app, open_panel, put_memory
-from tests.fixtures_server import LiveServer
+from tests.support.server import LiveServer
 from yuxi.bootstrap import Container
 
 pytestmark = pytest.mark.browser

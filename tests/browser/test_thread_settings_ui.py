@@ -7,7 +7,7 @@ import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import UI, send, wait_idle
-from tests.fixtures_server import LiveServer, create_user_with_token, login_link
+from tests.support.server import LiveServer, create_user_with_token, login_link
 from yuxi.bootstrap import Container
 
 pytestmark = pytest.mark.browser

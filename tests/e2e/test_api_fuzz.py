@@ -17,7 +17,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis.core.result import Ok
 from schemathesis.generation import GenerationMode
 
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.support.server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 
 EXAMPLES_PER_OPERATION = 12

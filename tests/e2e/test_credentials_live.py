@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from tests.fixtures_server import LiveServer, _free_port, create_user_with_token
+from tests.support.server import LiveServer, create_user_with_token, free_port
 from yuxi.bootstrap import Container
 from yuxi.cli import DEMO_UID
 from yuxi.settings import Settings
@@ -188,7 +188,7 @@ async def _expire(container: Container, token: str) -> None:
 
 def _start_yuxi_run(settings: Settings, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
     """``yuxi run`` as ``make run`` starts it (on the test's database); its base URL."""
-    port = _free_port()
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("YUXI_")},
         "YUXI_DATABASE_URL": settings.database_url or "",

@@ -10,7 +10,7 @@ import hashlib
 import httpx
 import pytest
 
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.support.server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 from yuxi.workspace.filesystem import Workspace
 

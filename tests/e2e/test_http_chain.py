@@ -14,11 +14,10 @@ from typing import Any
 
 import httpx
 
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.support.server import LiveServer, create_user_with_token
+from tests.support.sse import read_events
 from yuxi.bootstrap import Container
 from yuxi.workspace.filesystem import Workspace
-
-from .sse import read_events
 
 MEMORY = "/api/v1/workspace/files/agents/MEMORY.md"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.support.server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 
 METRICS_TOKEN = "e2e-metrics-token-" + uuid.uuid4().hex

@@ -34,11 +34,10 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from tests.fixtures_server import _free_port
-from tests.waiting import until
+from tests.support.server import free_port
+from tests.support.sse import iter_events
+from tests.support.waiting import until
 from yuxi.bootstrap import Container
-
-from .sse import iter_events
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -97,7 +96,7 @@ async def _wait(what: str, check: Any) -> None:
 
 
 async def start_api(container: Container, tmp: Path, name: str) -> Proc:
-    port = _free_port()
+    port = free_port()
     env = _env(container, YUXI_HOST="127.0.0.1", YUXI_PORT=str(port), YUXI_WORKERS="0")
     api = _spawn(name, ["serve"], env, tmp)
     api.base_url = f"http://127.0.0.1:{port}"

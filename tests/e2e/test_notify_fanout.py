@@ -15,10 +15,9 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.support.server import LiveServer, create_user_with_token
+from tests.support.sse import iter_events, read_events
 from yuxi.bootstrap import Container
-
-from .sse import iter_events, read_events
 
 #: Only keeps a broken build from hanging the suite (the wait itself would take 120 s).
 GIVE_UP_SECONDS = 60.0

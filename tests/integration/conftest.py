@@ -1,4 +1,4 @@
-"""Fixtures every integration module may use (on top of ``tests/fixtures_pg.py``)."""
+"""Fixtures every integration module may use (on top of ``tests/support/postgres.py``)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.integration.factories import as_kwargs, remember
+from tests.support.factories import as_kwargs, remember
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.identity import RunIdentity
 from yuxi.settings import Settings

@@ -6,11 +6,10 @@ import asyncio
 
 import pytest
 
+from tests.support.factories import make_thread, make_user, sql
 from yuxi.bootstrap import Container
 from yuxi.errors import ActiveRunExists, Conflict
-from yuxi.repositories.agent_run_repository import AgentRunRepository
-
-from .factories import make_thread, make_user, sql
+from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
 
 
 async def _create(c: Container, uid: str, thread: str, request_id: str, run_type: str = "chat"):  # type: ignore[no-untyped-def]

@@ -8,6 +8,7 @@ import hashlib
 
 import pytest
 
+from tests.support.factories import make_user, sql
 from yuxi.api.errors import status_for
 from yuxi.bootstrap import Container
 from yuxi.errors import (
@@ -20,8 +21,6 @@ from yuxi.errors import (
     WorkspaceFileNotFound,
 )
 from yuxi.workspace.filesystem import etag_for
-
-from .factories import make_user, sql
 
 # -- users and tokens ------------------------------------------------------------------------
 

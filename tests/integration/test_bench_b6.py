@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks import report
-from benchmarks._env import BenchEnv
 from benchmarks.b6_runtime import run_b6
+from benchmarks.env import BenchEnv
 
 from tests.integration.test_bench_smoke import env  # noqa: F401  (the fixture)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import psycopg
 from benchmarks import report
-from benchmarks._b7_bm25 import TOKENIZERS, Bm25Index
-from benchmarks._b7_corpus import CATEGORIES, build_corpus
-from benchmarks._b7_load import load, visible
-from benchmarks._env import BenchEnv
+from benchmarks.b7.bm25 import TOKENIZERS, Bm25Index
+from benchmarks.b7.corpus import CATEGORIES, build_corpus
+from benchmarks.b7.load import load, visible
 from benchmarks.b7_recall import KS, SYSTEMS, run_b7
+from benchmarks.env import BenchEnv
 
 from tests.integration.test_bench_smoke import env  # noqa: F401  (the fixture)
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from benchmarks import report
-from benchmarks._env import BenchEnv
 from benchmarks.b1_write import run_b1
 from benchmarks.b2_contention import run_b2
 from benchmarks.b3_read import run_b3
 from benchmarks.b4_history import run_b4
 from benchmarks.b5_context import run_b5
+from benchmarks.env import BenchEnv
 
 from yuxi.bootstrap import Container
 from yuxi.settings import Settings

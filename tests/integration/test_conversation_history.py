@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+from tests.support.framing_corpus import cf_chars, forged_tags, insertions
 from tests.support.history import new_thread, seed_user, size, text_size, tx
-from tests.unit.framing_corpus import cf_chars, forged_tags, insertions
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation, Message
 from yuxi.errors import InvalidArgument, NotFound
@@ -29,9 +29,10 @@ from yuxi.limits import (
     TOOLS_MAX_ITEMS,
     TOOLS_TOTAL_BYTES,
 )
-from yuxi.repositories._history_shape import search_response
 from yuxi.repositories.conversation_repository import NOT_VISIBLE, ConversationRepository
-from yuxi.repositories.tool_call_repository import ToolCallRepository
+from yuxi.repositories.lookback import LookbackRepository
+from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
+from yuxi.services.lookback import fit_search, read_response, search_response
 from yuxi.utils.json_utils import compact_json
 from yuxi.utils.prompt_framing import LT_ESCAPE, find_markup
 from yuxi.utils.string_utils import TRUNCATION_MARKER
@@ -45,7 +46,7 @@ def mark(tag: str = "") -> str:
 
 async def search(container: Container, uid: str, query: str, limit: int = 10) -> dict[str, Any]:
     async with tx(container) as s:
-        return await ConversationRepository(s).search_messages(uid, query, limit)
+        return search_response(await LookbackRepository(s).search_messages(uid, query, limit))
 
 
 async def read(
@@ -58,9 +59,10 @@ async def read(
     include_tools: bool = False,
 ) -> dict[str, Any]:
     async with tx(container) as s:
-        return await ConversationRepository(s).read_messages(
+        found = await LookbackRepository(s).read_messages(
             uid, thread_id, message_id=message_id, limit=limit, include_tools=include_tools
         )
+    return read_response(found)
 
 
 async def not_visible_message(container: Container, uid: str, thread_id: str, **kw: Any) -> str:
@@ -546,7 +548,7 @@ async def test_search_sizes_count_json_escapes(container: Container) -> None:
 def test_search_response_drops_oldest_items_to_fit() -> None:
     # Per-item caps keep real responses far below 16 KiB; the response cap is still enforced.
     items = [{"message_id": i, "content": "x" * 3000} for i in range(10, 0, -1)]
-    result = search_response(list(items))
+    result = fit_search(list(items))
     assert size(result) <= SEARCH_RESPONSE_BYTES
     assert result["truncated"] is True
     assert [i["message_id"] for i in result["items"]] == [10, 9, 8, 7, 6]

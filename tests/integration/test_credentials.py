@@ -11,14 +11,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy import text
 
+from tests.support.factories import sql
 from yuxi.bootstrap import Container
 from yuxi.cli import DEMO_UID, demo_banner
 from yuxi.errors import InvalidArgument, NotFound, Unauthorized
 from yuxi.limits import LOGIN_CODE_TTL_SECONDS, SESSION_TOKEN_TTL_SECONDS, TOKEN_MAX_DAYS
 from yuxi.services.user_service import LOGIN_CODE_REFUSED
 from yuxi.vocabulary import LOGIN_CODE_PREFIX, SESSION_TOKEN_LABEL, TOKEN_PREFIX
-
-from .factories import sql
 
 
 async def _scalar(c: Container, statement: str, **params: object) -> object:

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from yuxi.cli import app
-from yuxi.db import _embedded_cluster as cluster
-from yuxi.db import _embedded_upgrade as upgrading
+from yuxi.db import embedded_cluster as cluster
+from yuxi.db import embedded_upgrade as upgrading
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.db.migrate import upgrade_sync
 from yuxi.errors import ConfigurationError

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+from tests.support.factories import make_user, memory_file, sha256_of
 from yuxi.bootstrap import Container
 from yuxi.runtime.worker import Worker
-
-from .factories import make_user, memory_file, sha256_of
 
 
 async def _one_shot(container: Container, worker: Worker, uid: str, source: str, text: str):  # type: ignore[no-untyped-def]

@@ -10,9 +10,8 @@ from typing import Any
 
 import psycopg
 
-from yuxi.repositories import _history_search as q
-
-from .plans import explain, plan_nodes
+from tests.support.plans import explain, plan_nodes
+from yuxi.repositories.lookback import statements
 
 HEAVY = "plan_search_heavy"
 TERM = "zebra4711"
@@ -67,7 +66,7 @@ def _scans(url: str, statement: Any, params: dict[str, Any]) -> list[dict[str, A
 
 def test_ranking_finds_holders_through_the_term_index(database_url: str) -> None:
     per_user = _seed(database_url)
-    statement, params = q.rank_statement(
+    statement, params = statements.rank_statement(
         HEAVY,
         [TERM, "found"],
         phrases=[],
@@ -91,7 +90,7 @@ def test_ranking_finds_holders_through_the_term_index(database_url: str) -> None
 
 def test_the_window_walks_the_newest_and_stops(database_url: str) -> None:
     _seed(database_url)
-    statement, params = q.rank_statement(
+    statement, params = statements.rank_statement(
         HEAVY,
         ["deploy", TERM],
         phrases=[],

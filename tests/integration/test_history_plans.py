@@ -11,10 +11,9 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tests.support.factories import make_thread, make_user
 from yuxi.bootstrap import Container
 from yuxi.services.unit_of_work import unit_of_work_factory
-
-from .factories import make_thread, make_user
 
 
 async def _plan_cache_mode(session: AsyncSession) -> str:
@@ -30,11 +29,11 @@ async def test_history_calls_plan_with_parameters_for_their_transaction_only(
     async with uow_factory() as uow:
         session = uow.conversations.session
         assert await _plan_cache_mode(session) == "auto"
-        await uow.conversations.search_messages(uid, "deploy", 5)
+        await uow.lookback.search_messages(uid, "deploy", 5)
         assert await _plan_cache_mode(session) == "force_custom_plan"
     async with uow_factory() as uow:
         assert await _plan_cache_mode(uow.conversations.session) == "auto"
-        await uow.conversations.read_messages(
+        await uow.lookback.read_messages(
             uid, thread_id, message_id=None, limit=5, include_tools=False
         )
         assert await _plan_cache_mode(uow.conversations.session) == "force_custom_plan"

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, text, update
 
-from tests.integration.plans import explain, plan_nodes
+from tests.support.factories import make_user, set_memory, tool_payload
+from tests.support.framing_corpus import cf_chars, forged_tags, insertions, substitutions
 from tests.support.history import size, text_size, tx
-from tests.unit.framing_corpus import cf_chars, forged_tags, insertions, substitutions
+from tests.support.plans import explain, plan_nodes
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation, Message
 from yuxi.limits import (
@@ -27,14 +28,13 @@ from yuxi.limits import (
     LIST_THREADS_RESPONSE_BYTES,
     TITLE_BYTES,
 )
-from yuxi.repositories import _history_threads as listing
 from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.repositories.lookback import statements
 from yuxi.runtime.worker import Worker
+from yuxi.services.lookback import iso_utc
 from yuxi.utils.json_utils import compact_json
 from yuxi.utils.prompt_framing import LT_ESCAPE, find_markup
 from yuxi.utils.string_utils import TRUNCATION_MARKER
-
-from .factories import make_user, set_memory, tool_payload
 
 T0 = datetime(2026, 2, 1, 9, 30, tzinfo=UTC)
 CJK = "记"  # three bytes in UTF-8
@@ -94,7 +94,7 @@ def ids(payload: dict[str, Any]) -> list[str]:
 
 
 def iso(at: datetime) -> str:
-    return listing.iso_utc(at)
+    return iso_utc(at)
 
 
 # -- visibility -----------------------------------------------------------------------------------
@@ -613,7 +613,7 @@ async def test_statement_probes_only_the_threads_near_the_top(
         for table in ("conversations", "messages", "subagent_threads"):
             await s.execute(text(f"ANALYZE {table}"))
     for before in (None, datetime.now(UTC) + timedelta(days=1)):
-        statement, values = listing.threads_statement(uid, before=before, limit=10)
+        statement, values = statements.threads_statement(uid, before=before, limit=10)
         nodes = plan_nodes(explain(database_url, statement, values, analyze=True))
         on_messages = [n for n in nodes if n.get("Relation Name") == "messages"]
         assert {n["Node Type"] for n in on_messages} == {"Index Scan"}, before

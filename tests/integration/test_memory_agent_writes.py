@@ -10,13 +10,7 @@ from typing import Any
 
 import pytest
 
-from yuxi.bootstrap import Container
-from yuxi.identity import RunIdentity
-from yuxi.runtime.worker import Worker
-from yuxi.services.memory_service import MemoryService
-from yuxi.services.workspace_file_service import WorkspaceFileService
-
-from .factories import (
+from tests.support.factories import (
     make_asked_run,
     make_user,
     memory_file,
@@ -25,6 +19,11 @@ from .factories import (
     sql,
     tool_payload,
 )
+from yuxi.bootstrap import Container
+from yuxi.identity import RunIdentity
+from yuxi.runtime.worker import Worker
+from yuxi.services.memory.service import MemoryService
+from yuxi.services.workspace_file_service import WorkspaceFileService
 
 
 class _Written:

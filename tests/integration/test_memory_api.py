@@ -11,11 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.factories import make_asked_run, memory_file, remember, set_memory, sha256_of
 from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
 from yuxi.workspace.filesystem import etag_for
-
-from .factories import make_asked_run, memory_file, remember, set_memory, sha256_of
 
 EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 SOURCE_KEYS = {

@@ -8,13 +8,12 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.integration.proc_writer import start_writer, writer_statuses
+from tests.support.factories import make_run, make_user, memory_file, remember
 from tests.support.locks import FlockRefusals
-from tests.waiting import until, until_waiting_on_a_lock
+from tests.support.waiting import until, until_waiting_on_a_lock
 from yuxi.bootstrap import Container
 from yuxi.errors import PreconditionFailed
-
-from .factories import make_run, make_user, memory_file, remember
-from .proc_writer import start_writer, writer_statuses
 
 
 def _entries(text: str) -> list[str]:
@@ -147,7 +146,7 @@ async def test_every_writer_takes_the_per_uid_advisory_lock(
 async def test_writes_also_wait_for_the_file_lock(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The flock taken inside the advisory lock (see yuxi.workspace._lock) is really taken."""
+    """The flock taken inside the advisory lock (see yuxi.workspace.locking) is really taken."""
     import fcntl
     import os
 

@@ -19,15 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace
-from yuxi.agents._ports import MemoryPort
+from tests.support.agent_fakes import CTX, FakeMemory, SpyWorkspace
+from tests.support.factories import make_run, make_user, memory_file, set_memory, tool_payload
+from yuxi.agents.ports import MemoryPort
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES, MEMORY_PROMPT_MAX_BYTES
-from yuxi.services.memory_service import PROMPT_TRUNCATION_NOTE
+from yuxi.services.memory.service import PROMPT_TRUNCATION_NOTE
 from yuxi.workspace.filesystem import Workspace
-
-from .factories import make_run, make_user, memory_file, set_memory, tool_payload
 
 
 @dataclass

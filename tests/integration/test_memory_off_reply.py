@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import uuid
 
+from tests.support.factories import chat_once, make_user, memory_file, set_memory
 from yuxi.bootstrap import Container
 from yuxi.runtime.worker import Worker
-
-from .factories import chat_once, make_user, memory_file, set_memory
 
 
 async def test_memory_off_says_off_not_empty(container: Container, worker: Worker) -> None:

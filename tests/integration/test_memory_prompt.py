@@ -6,12 +6,11 @@ import hashlib
 
 import pytest
 
+from tests.support.factories import make_user, memory_file
 from yuxi.bootstrap import Container
 from yuxi.limits import MEMORY_PROMPT_MAX_BYTES
-from yuxi.services.memory_service import PROMPT_TRUNCATION_NOTE
+from yuxi.services.memory.service import PROMPT_TRUNCATION_NOTE
 from yuxi.workspace.filesystem import Workspace
-
-from .factories import make_user, memory_file
 
 
 async def test_switch_off_returns_none_and_never_opens_the_file(

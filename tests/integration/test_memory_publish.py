@@ -18,13 +18,12 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import QueuePool
 
-from tests.waiting import until
+from tests.support.factories import make_run, make_user, memory_file, remember, sha256_of
+from tests.support.waiting import until
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
-from yuxi.repositories.memory_version_repository import MemoryVersionRepository
+from yuxi.repositories.memory.version_repository import MemoryVersionRepository
 from yuxi.workspace.filesystem import Workspace
-
-from .factories import make_run, make_user, memory_file, remember, sha256_of
 
 
 def _temps(path: Path) -> list[str]:

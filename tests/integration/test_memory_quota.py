@@ -11,12 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from tests.support.factories import make_run, make_user, memory_file, remember, sha256_of
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.models import AgentRun
 from yuxi.limits import MEMORY_BYTES_PER_RUN, MEMORY_WRITES_PER_RUN
 from yuxi.settings import Settings
-
-from .factories import make_run, make_user, memory_file, remember, sha256_of
 
 
 async def _used(container: Container, run_id: str) -> tuple[int, int]:

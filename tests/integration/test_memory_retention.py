@@ -14,10 +14,9 @@ import random
 import pytest
 from sqlalchemy import text
 
+from tests.support.factories import make_user, memory_file
+from yuxi import limits
 from yuxi.bootstrap import Container
-from yuxi.services import _memory_versions
-
-from .factories import make_user, memory_file
 
 
 def _retained(sizes: list[int], keep: int, max_bytes: int) -> list[int]:
@@ -55,8 +54,8 @@ async def test_retention_follows_the_rule_over_random_writes(
     model: list[int] = []  # sizes of the retained versions, oldest first
     for step in range(60):
         keep, max_bytes = rng.choice([1, 2, 3, 5, 8]), rng.choice([0, 40, 120, 300, 10_000])
-        monkeypatch.setattr(_memory_versions, "MEMORY_VERSIONS_KEEP", keep)
-        monkeypatch.setattr(_memory_versions, "MEMORY_VERSIONS_MAX_BYTES", max_bytes)
+        monkeypatch.setattr(limits, "MEMORY_VERSIONS_KEEP", keep)
+        monkeypatch.setattr(limits, "MEMORY_VERSIONS_MAX_BYTES", max_bytes)
         action = rng.random()
         if action < 0.1 and model:
             await memory.delete_memory_file(uid)
@@ -80,7 +79,7 @@ async def test_retention_follows_the_rule_over_random_writes(
 async def test_the_kept_bytes_may_reach_the_limit_but_not_pass_it(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_memory_versions, "MEMORY_VERSIONS_MAX_BYTES", 90)
+    monkeypatch.setattr(limits, "MEMORY_VERSIONS_MAX_BYTES", 90)
     uid = await make_user(container, memory=False)
     memory = container.services.memory
     for n in range(3):

@@ -11,17 +11,8 @@ import itertools
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from yuxi.bootstrap import Container
-from yuxi.db.models import Message
-from yuxi.errors import MemoryConflict, PreconditionFailed
-from yuxi.repositories.conversation_repository import ConversationRepository
-from yuxi.runtime.worker import Worker
-from yuxi.services import _memory_versions
-from yuxi.services.memory_views import MemoryVersionView
-from yuxi.services.unit_of_work import UnitOfWork
-from yuxi.workspace.filesystem import MEMORY_PATH
-
-from .factories import (
+from tests.integration.proc_writer import start_writer, writer_statuses
+from tests.support.factories import (
     make_asked_run,
     make_run,
     make_user,
@@ -29,7 +20,15 @@ from .factories import (
     remember,
     sha256_of,
 )
-from .proc_writer import start_writer, writer_statuses
+from yuxi import limits
+from yuxi.bootstrap import Container
+from yuxi.db.models import Message
+from yuxi.errors import MemoryConflict, PreconditionFailed
+from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.runtime.worker import Worker
+from yuxi.services.memory.views import MemoryVersionView
+from yuxi.services.unit_of_work import UnitOfWork
+from yuxi.workspace.filesystem import MEMORY_PATH
 
 EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 
@@ -268,7 +267,7 @@ async def test_edits_outside_yuxi_and_memory_older_than_versions_are_recovered(
 async def test_retention_keeps_the_newest_versions_by_count(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_memory_versions, "MEMORY_VERSIONS_KEEP", 3)
+    monkeypatch.setattr(limits, "MEMORY_VERSIONS_KEEP", 3)
     uid = await make_user(container, memory=False)
     for n in range(6):
         await container.services.memory.write_memory_file(uid, f"state {n}\n".encode())
@@ -284,7 +283,7 @@ async def test_retention_keeps_the_newest_versions_by_count(
 async def test_a_change_whose_parent_is_no_longer_kept_cannot_be_undone(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_memory_versions, "MEMORY_VERSIONS_KEEP", 1)
+    monkeypatch.setattr(limits, "MEMORY_VERSIONS_KEEP", 1)
     uid = await make_user(container, memory=False)
     await container.services.memory.write_memory_file(uid, b"before\n")
     await container.services.memory.write_memory_file(uid, b"after\n")
@@ -297,7 +296,7 @@ async def test_a_change_whose_parent_is_no_longer_kept_cannot_be_undone(
 async def test_retention_bounds_the_bytes_but_keeps_the_newest(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_memory_versions, "MEMORY_VERSIONS_MAX_BYTES", 100)
+    monkeypatch.setattr(limits, "MEMORY_VERSIONS_MAX_BYTES", 100)
     uid = await make_user(container, memory=False)
     memory = container.services.memory
     for n in range(5):

@@ -13,11 +13,17 @@ import psycopg
 import pytest
 from sqlalchemy import event
 
-from tests.waiting import until_waiting_on_a_lock
+from tests.support.factories import (
+    make_run,
+    make_user,
+    memory_file,
+    remember,
+    set_memory,
+    sha256_of,
+)
+from tests.support.waiting import until_waiting_on_a_lock
+from yuxi import limits
 from yuxi.bootstrap import Container
-from yuxi.services import _memory_versions
-
-from .factories import make_run, make_user, memory_file, remember, set_memory, sha256_of
 
 
 @contextmanager
@@ -89,7 +95,7 @@ async def test_a_gap_is_repaired_then_recorded(container: Container) -> None:
 async def test_retention_counts_a_recovered_version_like_any_other(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_memory_versions, "MEMORY_VERSIONS_KEEP", 2)
+    monkeypatch.setattr(limits, "MEMORY_VERSIONS_KEEP", 2)
     uid = await make_user(container, memory=False)
     memory = container.services.memory
     for n in range(3):
@@ -103,7 +109,7 @@ async def test_retention_counts_a_recovered_version_like_any_other(
 async def test_a_new_version_over_the_byte_budget_drops_the_recovered_one_too(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_memory_versions, "MEMORY_VERSIONS_MAX_BYTES", 100)
+    monkeypatch.setattr(limits, "MEMORY_VERSIONS_MAX_BYTES", 100)
     uid = await make_user(container, memory=False)
     memory = container.services.memory
     await memory.write_memory_file(uid, b"small\n")
@@ -145,7 +151,7 @@ async def test_turning_the_switch_off_waits_for_a_write_in_flight(
 ) -> None:
     """The gate holds the switch ``FOR SHARE`` until its write commits: turning memory off
     cannot land between the gate and the publish."""
-    from yuxi.repositories.memory_version_repository import MemoryVersionRepository
+    from yuxi.repositories.memory.version_repository import MemoryVersionRepository
 
     uid = await make_user(container)
     run = await make_run(container, uid)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import psycopg
 from alembic import command
 
+from tests.support.plans import explain, plan_nodes
 from yuxi.db.migrate import alembic_config, downgrade_sync, upgrade_sync
-from yuxi.repositories import _history_reads as reads
-
-from .plans import explain, plan_nodes
+from yuxi.repositories.lookback import statements
 
 STATISTICS = "st_messages_conversation_id_uid"
 HEAVY = "plan_heavy"
@@ -88,7 +87,9 @@ def test_a_thread_read_walks_the_thread_index_and_stops(database_url: str) -> No
         ).fetchone()
     assert middle is not None
     for name in ("latest", "before", "after"):
-        statement, params = reads.thread_window(name, HEAVY, thread, anchor_id=middle[0], limit=19)
+        statement, params = statements.thread_window(
+            name, HEAVY, thread, anchor_id=middle[0], limit=19
+        )
         nodes = plan_nodes(explain(database_url, statement, params))
         kinds = [node["Node Type"] for node in nodes]
         assert "Sort" not in kinds, (name, kinds)

@@ -1,9 +1,9 @@
 """The product against the OpenAI Chat Completions wire format, end to end (issue 15).
 
-The model here is a **scripted** HTTP server (``tests/scripted_openai.py``): it streams what a
-real OpenAI-compatible provider streams (tool-call arguments split across chunks, a final usage
-chunk, 429 and 500 answers) and refuses what OpenAI refuses, so these tests check our integration
-against the wire format, not any model's judgement. The product runs with
+The model here is a **scripted** HTTP server (``tests/support/scripted_openai.py``): it
+streams what a real OpenAI-compatible provider streams (tool-call arguments split across chunks,
+a final usage chunk, 429 and 500 answers) and refuses what OpenAI refuses, so these tests check
+our integration against the wire format, not any model's judgement. The product runs with
 ``YUXI_MODEL=openai:<name>`` and ``YUXI_MODEL_BASE_URL`` pointing at it.
 """
 
@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.factories import chat_once, make_user, memory_file, sha256_of
+from tests.support.scripted_openai import ScriptedOpenAI, ToolCallScript, Turn, running
 from yuxi.bootstrap import Container
 from yuxi.runtime.worker import Worker
-from yuxi.services.chat_views import run_view
+from yuxi.services.chat.views import run_view
 from yuxi.settings import Settings
-
-from ..scripted_openai import ScriptedOpenAI, ToolCallScript, Turn, running
-from .factories import chat_once, make_user, memory_file, sha256_of
 
 FACT = "我住在杭州，每天早上喝龙井茶"
 

@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Callable
 import psycopg
 import pytest
 
-from tests.integration.factories import make_user
-from tests.waiting import until
+from tests.support.factories import make_user
+from tests.support.waiting import until
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime, open_notifications
 from yuxi.db.notifications import (
     RUN_CANCEL,
@@ -27,7 +27,7 @@ from yuxi.db.notifications import (
 )
 from yuxi.runtime.executor import RunExecutor
 from yuxi.runtime.worker import Worker, run_pool
-from yuxi.services.run_service import ClaimedRun
+from yuxi.services.runs.service import ClaimedRun
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
 pytestmark = pytest.mark.pg

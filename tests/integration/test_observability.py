@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
-from tests.integration.factories import chat_once, make_run, make_user, sql
+from tests.support.factories import chat_once, make_run, make_user, sql
 from yuxi.api.app import create_app
 from yuxi.bootstrap import Container, bootstrap, build_worker, open_agent_runtime
 from yuxi.settings import Settings

@@ -19,13 +19,14 @@ import pytest
 from sqlalchemy import text, update
 
 from tests.support.history import new_thread, seed_user, tx
+from yuxi import limits
 from yuxi.bootstrap import Container
 from yuxi.db.models import Message
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import SEARCH_MAX_TERMS
-from yuxi.repositories import _history_ranking
-from yuxi.repositories._history_search import K1, B
 from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.repositories.lookback import K1, B, LookbackRepository
+from yuxi.services.lookback import search_response
 
 pytestmark = pytest.mark.pg
 
@@ -55,7 +56,8 @@ ZH = ("乌龙茶", "早上", "花园", "姐姐", "搬家", "春天", "暖气", "
 async def search(container: Container, uid: str, query: str, **kw: Any) -> dict[str, Any]:
     limit = kw.pop("limit", 10)
     async with tx(container) as s:
-        return await ConversationRepository(s).search_messages(uid, query, limit, **kw)
+        found = await LookbackRepository(s).search_messages(uid, query, limit, **kw)
+    return search_response(found)
 
 
 async def terms_of(container: Container, value: str) -> list[str]:
@@ -179,7 +181,7 @@ async def test_a_new_message_is_searchable_in_the_transaction_that_wrote_it(
         repo = ConversationRepository(s)
         conv = await repo.create_conversation(alice)
         message = await repo.add_message(conv, role="user", content=f"a {word} one")
-        found = await repo.search_messages(alice, word, 5)
+        found = search_response(await LookbackRepository(s).search_messages(alice, word, 5))
     assert [i["message_id"] for i in found["items"]] == [message.id]
 
 
@@ -189,9 +191,9 @@ async def test_a_new_message_is_searchable_in_the_transaction_that_wrote_it(
 async def test_a_large_history_with_a_common_term_ranks_the_window_and_every_rare_holder(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_history_ranking, "SEARCH_FULL_CORPUS_MESSAGES", 20)
-    monkeypatch.setattr(_history_ranking, "SEARCH_TERM_HOLDERS", 10)  # 5 a term
-    monkeypatch.setattr(_history_ranking, "SEARCH_WINDOW_MESSAGES", 8)
+    monkeypatch.setattr(limits, "SEARCH_FULL_CORPUS_MESSAGES", 20)
+    monkeypatch.setattr(limits, "SEARCH_TERM_HOLDERS", 10)  # 5 a term
+    monkeypatch.setattr(limits, "SEARCH_WINDOW_MESSAGES", 8)
     alice = await seed_user(container)
     _, old = await new_thread(container, alice, ["the needle lives here", "common filler"])
     _, rest = await new_thread(container, alice, [f"common words {i}" for i in range(30)])
@@ -224,9 +226,9 @@ async def test_a_term_absent_from_the_window_but_common_in_the_past_is_counted_c
 ) -> None:
     """The newest messages are only a sample: a term they do not hold is counted, and one held
     by more than the bound in older history still makes the search windowed."""
-    monkeypatch.setattr(_history_ranking, "SEARCH_FULL_CORPUS_MESSAGES", 20)
-    monkeypatch.setattr(_history_ranking, "SEARCH_TERM_HOLDERS", 10)  # a lone term: 10
-    monkeypatch.setattr(_history_ranking, "SEARCH_WINDOW_MESSAGES", 8)
+    monkeypatch.setattr(limits, "SEARCH_FULL_CORPUS_MESSAGES", 20)
+    monkeypatch.setattr(limits, "SEARCH_TERM_HOLDERS", 10)  # a lone term: 10
+    monkeypatch.setattr(limits, "SEARCH_WINDOW_MESSAGES", 8)
     alice = await seed_user(container)
     await new_thread(container, alice, [f"oldtopic talk {i}" for i in range(11)])
     _, recent = await new_thread(container, alice, [f"filler line {i}" for i in range(30)])

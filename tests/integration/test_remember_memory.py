@@ -10,10 +10,7 @@ from typing import Any
 
 import pytest
 
-from yuxi.bootstrap import Container
-from yuxi.limits import MEMORY_FILE_MAX_BYTES
-
-from .factories import (
+from tests.support.factories import (
     as_kwargs,
     make_run,
     make_thread,
@@ -25,6 +22,8 @@ from .factories import (
     sql,
     tool_payload,
 )
+from yuxi.bootstrap import Container
+from yuxi.limits import MEMORY_FILE_MAX_BYTES
 
 CJK = "记"  # 3 UTF-8 bytes
 
@@ -336,7 +335,7 @@ async def test_switch_off_between_run_start_and_write(container: Container) -> N
 
 async def test_reclaimed_run_refuses_the_previous_worker(container: Container) -> None:
     """Ownership changed (lease expired, reconciled, new run claimed): old worker is out."""
-    from yuxi.repositories.agent_run_repository import AgentRunRepository
+    from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
 
     uid = await make_user(container)
     run = await make_run(container, uid)
@@ -378,7 +377,7 @@ async def test_database_unavailable_is_storage_unavailable(
 ) -> None:
     """No database, no write: never a lock-free fallback."""
     from yuxi.db.engine import create_engine, create_session_factory
-    from yuxi.services.memory_service import MemoryService
+    from yuxi.services.memory.service import MemoryService
     from yuxi.services.unit_of_work import unit_of_work_factory
 
     uid = await make_user(container)
@@ -401,7 +400,7 @@ async def test_terminated_connection_mid_lock_is_storage_unavailable(
     """The backend holding the lock is killed before publish → the write is abandoned."""
     from sqlalchemy import text as ms_text
 
-    from yuxi.repositories._memory_gate import MemoryGate
+    from yuxi.repositories.memory import MemoryGate
 
     uid = await make_user(container)
     run = await make_run(container, uid)

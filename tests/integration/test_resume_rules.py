@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.factories import make_user
 from yuxi.bootstrap import Container
 from yuxi.errors import Conflict, NotFound
 from yuxi.runtime.worker import Worker
-
-from .factories import make_user
 
 
 async def _interrupted(container: Container, worker: Worker, uid: str) -> tuple[str, str]:

@@ -8,17 +8,16 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from tests.support.factories import make_run, make_user, sql
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
-from yuxi.services.run_service import (
+from yuxi.services.runs.service import (
     ClaimedRun,
     LeaseLost,
     ProposedToolCall,
     ReconciledRun,
     ToolOutcome,
 )
-
-from .factories import make_run, make_user, sql
 
 
 async def _rows(c: Container, statement: str, **params: object) -> list[Any]:

@@ -9,14 +9,21 @@ from dataclasses import replace
 import pytest
 from sqlalchemy import text
 
-from tests.waiting import until
+from tests.support.factories import (
+    make_user,
+    memory_file,
+    remember,
+    set_memory,
+    sha256_of,
+    sql,
+    tool_payload,
+)
+from tests.support.waiting import until
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.runtime.executor import RunExecutor
 from yuxi.runtime.worker import Worker
-from yuxi.services.run_service import ClaimedRun, LeaseLost, RunService
+from yuxi.services.runs.service import ClaimedRun, LeaseLost, RunService
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
-
-from .factories import make_user, memory_file, remember, set_memory, sha256_of, sql, tool_payload
 
 
 async def _run(container: Container, worker: Worker, uid: str, thread_id: str, text: str):  # type: ignore[no-untyped-def]

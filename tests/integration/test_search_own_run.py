@@ -8,10 +8,9 @@ import json
 import uuid
 from typing import Any
 
+from tests.support.factories import make_user, tool_payload
 from yuxi.bootstrap import Container
 from yuxi.runtime.worker import Worker
-
-from .factories import make_user, tool_payload
 
 
 async def _search_results(container: Container, uid: str, run_id: str) -> list[dict[str, Any]]:

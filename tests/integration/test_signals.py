@@ -16,9 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.server import free_port
 from yuxi.db.embedded import EmbeddedPostgres
-
-from ..fixtures_server import _free_port
 
 
 @pytest.fixture
@@ -33,7 +32,7 @@ def data_dir() -> Iterator[Path]:
 def test_a_signal_stops_the_server_and_its_embedded_postgres(
     data_dir: Path, sig: signal.Signals
 ) -> None:
-    port = _free_port()
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("YUXI_")},
         "YUXI_DATA_DIR": str(data_dir),

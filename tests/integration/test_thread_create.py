@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.fixtures_server import create_user_with_token
+from tests.support.server import create_user_with_token
 from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
 from yuxi.limits import AUTO_TITLE_MAX_CHARS

@@ -12,13 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fixtures_server import create_user_with_token
+from tests.support.factories import make_thread, make_user, tool_payload
+from tests.support.server import create_user_with_token
 from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import TITLE_MAX_CHARS
-
-from .factories import make_thread, make_user, tool_payload
 
 CJK_TITLE = "记忆线程标题"
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.sse import read_events
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.support.server import LiveServer, create_user_with_token
+from tests.support.sse import read_events
 from yuxi.bootstrap import Container
 from yuxi.repositories.conversation_repository import ConversationRepository
-from yuxi.repositories.tool_call_repository import ToolCallRepository
+from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
 
 
 async def _say(client: httpx.AsyncClient, thread: str, text: str) -> dict[str, Any]:

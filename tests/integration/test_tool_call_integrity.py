@@ -16,14 +16,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.factories import chat_once, make_user, memory_file, sha256_of, sql
+from tests.support.scripted_openai import ScriptedOpenAI, ToolCallScript, Turn, running
 from yuxi.bootstrap import Container
 from yuxi.runtime.worker import Worker
-from yuxi.services.run_service import RunService
+from yuxi.services.runs.service import RunService
 from yuxi.settings import Settings
 from yuxi.workspace.filesystem import Workspace
-
-from ..scripted_openai import ScriptedOpenAI, ToolCallScript, Turn, running
-from .factories import chat_once, make_user, memory_file, sha256_of, sql
 
 CUT_REMEMBER = ToolCallScript("remember_memory", '{"content": "I drink oolo')
 CUT_WRITE = ToolCallScript("write_workspace_file", '{"path": "notes/x.md", "content": "half')

@@ -18,14 +18,13 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from sqlalchemy.pool import QueuePool
 
-from tests.waiting import until
+from tests.support.factories import make_run, make_user
+from tests.support.waiting import until
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_VERSIONS_KEEP, MEMORY_VERSIONS_MAX_BYTES
-from yuxi.repositories.memory_version_repository import EMPTY_SHA256, NewVersion
+from yuxi.repositories.memory.version_repository import EMPTY_SHA256, NewVersion
 from yuxi.services.unit_of_work import UnitOfWork, unit_of_work_factory
-
-from .factories import make_run, make_user
 
 _KEY = "hashtextextended('user-memory:' || %s, 0)"
 

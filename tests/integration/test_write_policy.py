@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.factories import make_user, memory_file, set_memory, sha256_of
 from yuxi.bootstrap import Container
 from yuxi.db.models import AgentRun, RunEvent
 from yuxi.runtime.graph_assembly import assemble_chatbot_graph
 from yuxi.runtime.worker import Worker
-
-from .factories import make_user, memory_file, set_memory, sha256_of
 
 
 async def _run(

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.reliability.support import LARGEST_MEMORY_QUOTA, summary_lines
 from yuxi.settings import Settings
-
-from .support import LARGEST_MEMORY_QUOTA, summary_lines
 
 
 @pytest.fixture

@@ -17,11 +17,10 @@ import re
 import sys
 from pathlib import Path
 
-from tests.integration.factories import remember
+from tests.reliability.support import LARGEST_MEMORY_QUOTA
+from tests.support.factories import remember
 from yuxi.bootstrap import bootstrap
 from yuxi.settings import Settings
-
-from .support import LARGEST_MEMORY_QUOTA
 
 # Multi-byte text (CJK, accents, an emoji, a right-to-left word) so that a torn write would
 # also show up as invalid UTF-8, plus a varying pad so the published sizes differ.

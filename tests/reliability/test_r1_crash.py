@@ -21,11 +21,10 @@ import time
 
 import pytest
 
-from tests.integration.factories import as_kwargs, make_run, make_user, memory_file, remember
+from tests.reliability.crash_writer import entry_is_intact, entry_text
+from tests.reliability.support import ROOT, TIMEOUT, report, scale
+from tests.support.factories import as_kwargs, make_run, make_user, memory_file, remember
 from yuxi.bootstrap import Container
-
-from .crash_writer import entry_is_intact, entry_text
-from .support import ROOT, TIMEOUT, report, scale
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 

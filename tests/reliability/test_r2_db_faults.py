@@ -26,14 +26,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.integration.factories import make_run, make_user, memory_file, remember
-from tests.waiting import until
+from tests.reliability.support import LARGEST_MEMORY_QUOTA, ROOT, TIMEOUT, report, scale
+from tests.support.factories import make_run, make_user, memory_file, remember
+from tests.support.waiting import until
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.migrate import upgrade_sync
 from yuxi.identity import RunIdentity
 from yuxi.settings import Settings
-
-from .support import LARGEST_MEMORY_QUOTA, ROOT, TIMEOUT, report, scale
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 

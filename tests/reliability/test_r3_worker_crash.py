@@ -32,15 +32,14 @@ import psycopg
 import pytest
 from sqlalchemy import select
 
-from tests.integration.factories import make_user, memory_file, remember
-from tests.waiting import until
+from tests.reliability.support import ROOT, TIMEOUT, report, scale
+from tests.support.factories import make_user, memory_file, remember
+from tests.support.waiting import until
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.db.models import AgentRun, RunEvent
 from yuxi.identity import RunIdentity
-from yuxi.repositories.agent_run_repository import AgentRunRepository
-from yuxi.services.run_service import LeaseLost
-
-from .support import ROOT, TIMEOUT, report, scale
+from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
+from yuxi.services.runs.service import LeaseLost
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 

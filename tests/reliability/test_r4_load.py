@@ -22,10 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fixtures_server import LiveServer, create_user_with_token
+from tests.reliability.support import TIMEOUT, mode, percentile, report, scale, write_artifact
+from tests.support.server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
-
-from .support import TIMEOUT, mode, percentile, report, scale, write_artifact
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 

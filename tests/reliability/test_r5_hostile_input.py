@@ -33,15 +33,14 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_server import LiveServer, create_user_with_token
-from tests.integration.factories import as_kwargs, make_run, tool_payload
+from tests.reliability.rawhttp import raw_request
+from tests.reliability.support import TIMEOUT, report
+from tests.support.factories import as_kwargs, make_run, tool_payload
+from tests.support.server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
 from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.user_repository import UserRepository
-
-from .rawhttp import raw_request
-from .support import TIMEOUT, report
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 

@@ -28,11 +28,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fixtures_server import LiveServer, create_user_with_token
-from tests.integration.factories import memory_file, tool_payload
+from tests.reliability.support import TIMEOUT, report, scale
+from tests.support.factories import memory_file, tool_payload
+from tests.support.server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
-
-from .support import TIMEOUT, report, scale
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
 

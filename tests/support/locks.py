@@ -1,12 +1,12 @@
 """Proof that a writer really waits for the workspace ``flock``: every refused attempt to take
-it is counted (``yuxi.workspace._lock._try_lock`` wrapped), so a test can wait until the
+it is counted (``yuxi.workspace.locking.try_lock`` wrapped), so a test can wait until the
 writer has tried and been refused instead of sleeping."""
 
 from __future__ import annotations
 
 import pytest
 
-from yuxi.workspace import _lock
+from yuxi.workspace import locking
 
 __all__ = ["FlockRefusals"]
 
@@ -16,11 +16,11 @@ class FlockRefusals:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        original = _lock._try_lock
+        original = locking.try_lock
 
         def counted(fd: int) -> bool:
             taken = original(fd)
             self.count += not taken
             return taken
 
-        monkeypatch.setattr(_lock, "_try_lock", counted)
+        monkeypatch.setattr(locking, "try_lock", counted)

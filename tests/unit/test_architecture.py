@@ -1,9 +1,11 @@
-"""The architecture's rules, checked on the source (see ``tests/architecture.py``).
+"""The architecture's rules, checked on the source (see ``tests/support/architecture.py``).
 
 * one way down to storage: no module outside services, repositories, ``db`` and the composition
   root imports SQLAlchemy, psycopg, a repository or the ORM models, or touches a session;
 * no import runs upward at run time (the composition root and entry points excepted);
-* no module passes ~400 lines (Python and the web UI's JavaScript alike).
+* no module passes ~400 lines (Python and the web UI's JavaScript alike);
+* no module (tests and benchmarks included) imports another package's private module or name:
+  a package's surface is what its ``__init__`` lists in ``__all__`` and its public modules.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.architecture import (
+from tests.support.architecture import (
     MODULE_MAX_LINES,
     SRC,
     long_files,
+    private_imports_across_packages,
     scan,
     storage_reached_outside,
     upward_imports,
@@ -54,6 +57,35 @@ def test_no_import_runs_upward() -> None:
     assert upward_imports(scan()) == []
 
 
+def test_no_module_imports_another_packages_private_parts() -> None:
+    assert private_imports_across_packages() == []
+
+
+def test_the_private_import_rule_can_fail(tmp_path: Path) -> None:
+    """The rule's scanner sees a private module reached from another package, a private name
+    reached through a public module, and lets a package use its own private modules."""
+    from tests.support.architecture import owner_of_private
+
+    assert owner_of_private("yuxi.services.memory._writer.LockedMemory") == "yuxi.services.memory"
+    assert owner_of_private("yuxi.workspace.locking.try_lock") is None
+    assert owner_of_private("yuxi.workspace._paths") == "yuxi.workspace"
+    assert owner_of_private("yuxi.agents.middlewares.memory._tools") == "yuxi.agents.middlewares"
+    assert owner_of_private("yuxi.services.memory") is None
+
+
+def test_every_feature_package_states_its_surface() -> None:
+    """Each subpackage of the layers declares what it offers in ``__init__``'s ``__all__``."""
+    missing = []
+    for init in sorted(SRC.rglob("__init__.py")):
+        if "migrations" in init.parts or init.parent == SRC:
+            continue
+        if init.parent.parent.name in ("services", "repositories") and (
+            "__all__" not in init.read_text("utf-8")
+        ):
+            missing.append(str(init.relative_to(SRC)))
+    assert missing == []
+
+
 def test_no_module_is_over_the_size_limit() -> None:
     assert long_files() == [], f"split modules over {MODULE_MAX_LINES} lines"
 
@@ -64,7 +96,7 @@ def test_the_scanner_sees_the_whole_package() -> None:
     facts = scan()
     layers = {m.layer for m in facts}
     assert {"base", "db", "repositories", "services", "agents", "runtime", "api"} <= layers
-    repo = next(m for m in facts if m.name == "yuxi.repositories.agent_run_repository")
+    repo = next(m for m in facts if m.name == "yuxi.repositories.runs.agent_run_repository")
     assert any(target.startswith("sqlalchemy") for target, _, _ in repo.imports)
     assert Path(SRC / "web" / "static").is_dir()
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
 import pytest
-from benchmarks._b7_corpus import CATEGORIES, Corpus, build_corpus, shared_fraction
-from benchmarks._b7_terms import terms
+from benchmarks.b7.corpus import CATEGORIES, Corpus, build_corpus, shared_fraction
+from benchmarks.b7.terms import terms
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import random
 from pathlib import Path
 
 import pytest
-from benchmarks._fixtures import count_entries, durable_publish, naive_append, realistic_memory
-from benchmarks._stats import percentile, ratio, round_order, summarize
 from benchmarks.b4_history import parse_scale
 from benchmarks.datagen import CJK_WORDS, EN_WORDS, TERMS, message_text
+from benchmarks.fixtures import count_entries, durable_publish, naive_append, realistic_memory
+from benchmarks.stats import percentile, ratio, round_order, summarize
 
 
 def test_percentile_matches_linear_interpolation() -> None:

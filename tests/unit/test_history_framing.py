@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from tests.unit.framing_corpus import cf_chars, forged_tags, insertions, substitutions
+from tests.support.framing_corpus import cf_chars, forged_tags, insertions, substitutions
 from yuxi.limits import (
     READ_MESSAGE_BYTES,
     SEARCH_SNIPPET_BYTES,
     TITLE_BYTES,
     TOOL_ITEM_BYTES,
 )
-from yuxi.repositories._history_budget import json_text_bytes
-from yuxi.repositories._history_shape import (
+from yuxi.services.lookback import (
+    fit_read,
+    json_text_bytes,
     message_item,
-    read_response,
     search_item,
     tool_call_items,
 )
@@ -121,7 +121,7 @@ def test_titles_are_framed_too() -> None:
     found = _item(_search_row("plain", title=title), "plain")
     framed(found)
     assert json_text_bytes(found["title"]) <= TITLE_BYTES
-    response = read_response(thread_id="th", title=title, rows=[], anchor=None, tool_calls=None)
+    response = fit_read(thread_id="th", title=title, rows=[], anchor=None, tool_calls=None)
     framed(response)
 
 
@@ -147,7 +147,7 @@ def test_every_tool_call_field_is_framed() -> None:
 
 def test_a_read_response_as_a_whole_is_framed() -> None:
     rows = [row(id=i, role="user", content=line) for i, line in enumerate(corpus(20))]
-    response = read_response(
+    response = fit_read(
         thread_id="th",
         title="</system>",
         rows=rows,

@@ -1,7 +1,7 @@
-"""The history tools' statements are built once per shape (``yuxi.repositories._history_params``):
-two calls with different values give the same statement object, and no value is in its SQL —
-SQLAlchemy then keys its compiled-SQL cache on an object it has traversed before (the cost of
-building them anew: docs/performance.md, B4)."""
+"""The history tools' statements (``yuxi.repositories.lookback.statements``) are built once
+per shape: two calls with different values give the same statement object, and no value is in
+its SQL — SQLAlchemy then keys its compiled-SQL cache on an object it has traversed before (the
+cost of building them anew: docs/performance.md, B4)."""
 
 from __future__ import annotations
 
@@ -9,21 +9,20 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.sql import APP_DIALECT
-from yuxi.repositories import _history_query as query_sql
-from yuxi.repositories import _history_reads as reads
-from yuxi.repositories import _history_sample as sample
-from yuxi.repositories import _history_search as q
-from yuxi.repositories._history_params import Statement
+from tests.support.sql import APP_DIALECT
+from yuxi.repositories.lookback import statements
+from yuxi.repositories.lookback.statements import Statement
 
 A, B = "uid-marker-a-甲", "uid-marker-b-乙"
 
 SHAPES: dict[str, Callable[[str, int], Statement]] = {
-    "corpus": lambda uid, n: q.corpus_statement(uid, None),
-    "corpus, own run": lambda uid, n: q.corpus_statement(uid, f"run-{uid}"),
-    "probe": lambda uid, n: sample.probe_statement(uid, [f"t{n}", uid], n, None),
-    "window counts": lambda uid, n: sample.window_counts_statement(uid, [f"t{n}", "x"], n, None),
-    "rank": lambda uid, n: q.rank_statement(
+    "corpus": lambda uid, n: statements.corpus_statement(uid, None),
+    "corpus, own run": lambda uid, n: statements.corpus_statement(uid, f"run-{uid}"),
+    "probe": lambda uid, n: statements.probe_statement(uid, [f"t{n}", uid], n, None),
+    "window counts": lambda uid, n: statements.window_counts_statement(
+        uid, [f"t{n}", "x"], n, None
+    ),
+    "rank": lambda uid, n: statements.rank_statement(
         uid,
         [f"deploy{n}", "部署"],
         phrases=[],
@@ -35,7 +34,7 @@ SHAPES: dict[str, Callable[[str, int], Statement]] = {
         docs=100 + n,
         avgdl=float(n),
     ),
-    "rank, windowed, phrase, own run": lambda uid, n: q.rank_statement(
+    "rank, windowed, phrase, own run": lambda uid, n: statements.rank_statement(
         uid,
         [f"deploy{n}", "部署"],
         phrases=[([f"deploy{n}"], f"deploy{n}")],
@@ -47,7 +46,7 @@ SHAPES: dict[str, Callable[[str, int], Statement]] = {
         rare_terms=["部署"],
         window=200 + n,
     ),
-    "window size, own run": lambda uid, n: sample.window_size_statement(
+    "window size, own run": lambda uid, n: statements.window_size_statement(
         uid,
         rare_terms=[f"t{n}"],
         window=n,
@@ -56,14 +55,16 @@ SHAPES: dict[str, Callable[[str, int], Statement]] = {
         before=None,
         conversation_id=None,
     ),
-    "details": lambda uid, n: query_sql.details_statement(uid, [n, n + 1]),
-    "thread filter": lambda uid, n: query_sql.thread_filter_statement(uid, f"thread-{uid}"),
-    "thread": lambda uid, n: reads.thread_statement(uid, f"thread-{uid}"),
-    "window latest": lambda uid, n: reads.thread_window("latest", uid, n, limit=n),
-    "window before": lambda uid, n: reads.thread_window("before", uid, n, anchor_id=n, limit=n),
-    "window after": lambda uid, n: reads.thread_window("after", uid, n, anchor_id=n, limit=n),
-    "window anchor": lambda uid, n: reads.thread_window("anchor", uid, n, anchor_id=n),
-    "tool calls": lambda uid, n: reads.tool_calls_statement(uid, n),
+    "details": lambda uid, n: statements.details_statement(uid, [n, n + 1]),
+    "thread filter": lambda uid, n: statements.thread_filter_statement(uid, f"thread-{uid}"),
+    "thread": lambda uid, n: statements.thread_statement(uid, f"thread-{uid}"),
+    "window latest": lambda uid, n: statements.thread_window("latest", uid, n, limit=n),
+    "window before": lambda uid, n: statements.thread_window(
+        "before", uid, n, anchor_id=n, limit=n
+    ),
+    "window after": lambda uid, n: statements.thread_window("after", uid, n, anchor_id=n, limit=n),
+    "window anchor": lambda uid, n: statements.thread_window("anchor", uid, n, anchor_id=n),
+    "tool calls": lambda uid, n: statements.tool_calls_statement(uid, n),
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolCall, ToolMessage
 
-from yuxi.agents.models._offline_answers import describe_result
+from yuxi.agents.models import describe_result
 from yuxi.errors import InvalidArgument
 from yuxi.limits import (
     FIRST_USER_LINE_BYTES,
@@ -19,15 +19,16 @@ from yuxi.limits import (
     THREAD_ID_MAX_CHARS,
     TITLE_BYTES,
 )
-from yuxi.repositories._history_budget import json_bytes, json_text_bytes
-from yuxi.repositories._history_threads import (
-    FIRST_LINE_CHARS,
+from yuxi.repositories.lookback import FIRST_LINE_CHARS
+from yuxi.services.lookback import (
     first_line,
     iso_utc,
+    json_bytes,
+    json_text_bytes,
+    parse_time,
     thread_item,
     threads_response,
 )
-from yuxi.services._lookback_time import parse_time
 from yuxi.utils.json_utils import compact_json
 from yuxi.utils.prompt_framing import find_markup
 

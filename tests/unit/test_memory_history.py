@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from yuxi.db.models import MemoryVersion
-from yuxi.services._memory_entries import split_entries
-from yuxi.services._memory_history import entry_sources, unified_diff
+from yuxi.services.memory import entry_sources, split_entries, unified_diff
 
 
 def _versions(*contents: str) -> list[MemoryVersion]:

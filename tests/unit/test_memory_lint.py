@@ -10,13 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yuxi.limits import MEMORY_ENTRY_MAX_BYTES, MEMORY_PROMPT_MAX_BYTES
-from yuxi.services._memory_entries import split_entries
-from yuxi.services._memory_lint import LintFinding, lint_memory
-from yuxi.services._memory_lint_patterns import luhn_valid
-from yuxi.services._memory_lint_similarity import (
+from yuxi.services.memory import (
     NEAR_DUPLICATE_JACCARD,
-    _bigrams,
+    LintFinding,
+    bigrams,
+    lint_memory,
+    luhn_valid,
     near_duplicates,
+    split_entries,
 )
 from yuxi.vocabulary import MEMORY_LINT_CODES
 
@@ -227,7 +228,7 @@ def _brute_force(keys: list[str]) -> dict[int, int]:
         for earlier in range(later):
             if not keys[earlier] or not keys[later]:
                 continue
-            a, b = _bigrams(keys[earlier]), _bigrams(keys[later])
+            a, b = bigrams(keys[earlier]), bigrams(keys[later])
             if Fraction(len(a & b), len(a | b)) >= NEAR_DUPLICATE_JACCARD:
                 found[later] = earlier
                 break
@@ -241,8 +242,8 @@ def test_prefix_filtering_finds_exactly_what_comparing_every_pair_finds(keys: li
 
 
 def test_bigrams_count_repeats() -> None:
-    assert _bigrams("aaa") == {"\x00a", "aa", "aa1", "a\x01"}
-    assert _bigrams("ab") != _bigrams("abab")
+    assert bigrams("aaa") == {"\x00a", "aa", "aa1", "a\x01"}
+    assert bigrams("ab") != bigrams("abab")
 
 
 def test_the_comparison_budget_bounds_the_work_and_keeps_what_it_found() -> None:

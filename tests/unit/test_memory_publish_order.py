@@ -12,12 +12,10 @@ from typing import Any
 
 import pytest
 
-from yuxi.repositories.memory_version_repository import NewVersion
-from yuxi.services._memory_versions import CurrentFile
-from yuxi.services._memory_writer import LockedMemory, replace_memory_file
+from tests.unit.workspaces import OLD_MEMORY, memory_workspace, temp_files
+from yuxi.repositories.memory.version_repository import NewVersion
+from yuxi.services.memory import CurrentFile, LockedMemory, replace_memory_file
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
-
-from .workspaces import OLD_MEMORY, memory_workspace, temp_files
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from yuxi.errors import InvalidArgument, MemoryConflict
-from yuxi.services._memory_text import apply_add, apply_replace, find_whole_lines
+from yuxi.services.memory import apply_add, apply_replace, find_whole_lines
 from yuxi.utils.string_utils import check_text
 
 

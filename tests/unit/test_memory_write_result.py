@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, fields
 
-from yuxi.services.memory_service import MemoryWriteResult, QuotaRemaining
+from yuxi.services.memory.service import MemoryWriteResult, QuotaRemaining
 
 
 def test_the_payload_carries_every_field() -> None:

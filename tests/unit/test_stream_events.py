@@ -16,7 +16,7 @@ from yuxi.runtime.stream_events import (
     ToolFinished,
     message_text,
 )
-from yuxi.services.run_service import ProposedToolCall, ToolOutcome
+from yuxi.services.runs.service import ProposedToolCall, ToolOutcome
 
 
 def _token(text: str, agent: str | None = "chatbot") -> tuple[str, object]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.architecture import STATIC
+from tests.support.architecture import STATIC
 from yuxi.vocabulary import (
     ACTIVE_RUN_STATUSES,
     MEMORY_LINT_CODES,

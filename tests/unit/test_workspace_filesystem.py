@@ -28,8 +28,7 @@ from yuxi.errors import (
     UnsafePath,
     WorkspaceFileNotFound,
 )
-from yuxi.workspace import _publish
-from yuxi.workspace._paths import is_temp_name, split_relative_path, workspace_dirname
+from yuxi.workspace import is_temp_name, publishing, split_relative_path, workspace_dirname
 from yuxi.workspace.filesystem import (
     AGENTS_PATH,
     MEMORY_PATH,
@@ -517,7 +516,7 @@ async def test_temp_name_collision_does_not_delete_foreign_file(
 ) -> None:
     foreign = ".MEMORY.md." + "f" * 32 + ".tmp"
     (memory.parent / foreign).write_bytes(b"someone else's")
-    monkeypatch.setattr(_publish, "make_temp_name", lambda name: foreign)
+    monkeypatch.setattr(publishing, "make_temp_name", lambda name: foreign)
     with pytest.raises(FileExistsError):
         await ws.replace_authorized_file(MEMORY_PATH, NEW)
     assert (memory.parent / foreign).read_bytes() == b"someone else's"

@@ -1,4 +1,4 @@
-"""The per-user workspace lock (yuxi.workspace._lock): the flock and the caller's first step in
+"""The per-user workspace lock (yuxi.workspace.locking): the flock and the caller's first step in
 one worker thread, mutual exclusion across descriptors, and no lock left behind by a cancel."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from tests.support.locks import FlockRefusals
-from tests.waiting import until
-from yuxi.workspace import _lock
-from yuxi.workspace._lock import workspace_lock, workspace_lock_then
+from tests.support.waiting import until
+from yuxi.workspace import locking, workspace_lock, workspace_lock_then
 
 
 def _lock_path(root: Path) -> Path:
@@ -126,4 +125,4 @@ async def test_a_waiter_cancelled_while_its_thread_holds_the_flock_leaves_no_loc
 
 
 def test_the_retry_back_off_is_bounded() -> None:
-    assert 0 < _lock._RETRY_FIRST <= _lock._RETRY_MAX <= 0.1
+    assert 0 < locking.RETRY_FIRST <= locking.RETRY_MAX <= 0.1

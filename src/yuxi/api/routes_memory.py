@@ -2,7 +2,7 @@
 
 The rules (scoped to the token's user, working while memory is off, the same per-user locks as
 every writer, If-Match on restore, undo only while the file is that version's result) live in
-:class:`~yuxi.services.memory_history_service.MemoryHistoryService`; this module speaks HTTP.
+:class:`~yuxi.services.memory.version_service.MemoryHistoryService`; this module speaks HTTP.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Response
 
 from yuxi.api.deps import ServicesDep, UidDep
-from yuxi.services.memory_views import (
+from yuxi.services.memory.views import (
     MemoryChangeView,
     MemoryVersionDetail,
     MemoryVersionList,

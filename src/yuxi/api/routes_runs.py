@@ -16,8 +16,8 @@ from yuxi.api.schemas import ResumeBody, RunCreate, RunList
 from yuxi.db.notifications import RUN_EVENTS
 from yuxi.limits import RUN_WAIT_MAX_SECONDS, STREAM_IDLE_CHECK_SECONDS, STREAM_PING_SECONDS
 from yuxi.observability.metrics import track_open
-from yuxi.services.chat_service import ChatService
-from yuxi.services.chat_views import RunSummary, run_view
+from yuxi.services.chat.service import ChatService
+from yuxi.services.chat.views import RunSummary, run_view
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, Query, Request
 from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.api.schemas import ThreadCreate, ThreadList, ThreadPatch
 from yuxi.errors import InvalidArgument
-from yuxi.services.chat_views import ThreadDetail, ThreadSummary
+from yuxi.services.chat.views import ThreadDetail, ThreadSummary
 
 router = APIRouter(prefix="/api/v1/threads", tags=["threads"])
 

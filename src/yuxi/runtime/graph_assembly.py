@@ -19,8 +19,8 @@ from yuxi.agents.graphs.chatbot import AgentGraph, build_chatbot_graph
 from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
 from yuxi.agents.tools.delegate import SubagentReply, make_delegate_tool
 from yuxi.runtime.subagent_runner import SubagentRunner
-from yuxi.services.memory_service import MemorySnapshot
-from yuxi.services.run_service import ClaimedRun, RunService
+from yuxi.services.memory.service import MemorySnapshot
+from yuxi.services.runs.service import ClaimedRun, RunService
 from yuxi.workspace.filesystem import Workspace
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
 from yuxi.agents.graphs.chatbot import CHATBOT_AGENT_NAME
-from yuxi.services.run_service import ProposedToolCall, ToolOutcome
+from yuxi.services.runs.service import ProposedToolCall, ToolOutcome
 from yuxi.utils.json_utils import jsonable
 
 __all__ = [

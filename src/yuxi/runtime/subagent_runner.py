@@ -18,7 +18,7 @@ from yuxi.agents.tools.delegate import SubagentReply
 from yuxi.errors import SubagentFailed
 from yuxi.identity import RunIdentity
 from yuxi.runtime.stream_events import message_text
-from yuxi.services.run_service import RunService
+from yuxi.services.runs.service import RunService
 from yuxi.workspace.filesystem import Workspace
 
 __all__ = ["SubagentRunner"]

@@ -15,7 +15,7 @@ An idle worker does not poll: it sleeps until the process's listener
 never a lost run — and reconciles expired leases. A cancel request is heard the same way: the
 running run's heartbeat beats at once instead of at its next interval.
 
-The worker talks to storage only through :class:`~yuxi.services.run_service.RunService`.
+The worker talks to storage only through :class:`~yuxi.services.runs.service.RunService`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
 from yuxi.identity import RunIdentity
 from yuxi.runtime.agent_runtime import AgentRuntime
 from yuxi.runtime.executor import RunExecutor
-from yuxi.services.run_service import ClaimedRun, LeaseLost
+from yuxi.services.runs.service import ClaimedRun, LeaseLost
 from yuxi.services.service_set import Services
 from yuxi.vocabulary import RUN_TIMEOUT
 from yuxi.workspace.filesystem import Workspace

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from yuxi.services.chat_service import ChatService
+from yuxi.services.chat.service import ChatService
 from yuxi.services.health_service import HealthService
-from yuxi.services.lookback_service import LookbackService
-from yuxi.services.memory_history_service import MemoryHistoryService
-from yuxi.services.memory_service import MemoryService
-from yuxi.services.run_service import RunService
+from yuxi.services.lookback.service import LookbackService
+from yuxi.services.memory.service import MemoryService
+from yuxi.services.memory.version_service import MemoryHistoryService
+from yuxi.services.runs.service import RunService
 from yuxi.services.user_service import UserService
 from yuxi.services.workspace_file_service import WorkspaceFileService
 

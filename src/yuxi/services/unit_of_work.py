@@ -25,14 +25,15 @@ from typing import Self
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from yuxi.repositories._memory_gate import MemoryGate
-from yuxi.repositories.agent_run_repository import AgentRunRepository
 from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.health_repository import HealthRepository
-from yuxi.repositories.memory_version_repository import MemoryVersionRepository
-from yuxi.repositories.run_event_repository import RunEventRepository
+from yuxi.repositories.lookback import LookbackRepository
+from yuxi.repositories.memory import MemoryGate
+from yuxi.repositories.memory.version_repository import MemoryVersionRepository
+from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
+from yuxi.repositories.runs.run_event_repository import RunEventRepository
+from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
 from yuxi.repositories.token_repository import TokenRepository
-from yuxi.repositories.tool_call_repository import ToolCallRepository
 from yuxi.repositories.user_repository import UserRepository
 
 __all__ = ["UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
@@ -43,6 +44,7 @@ class UnitOfWork:
     tokens: TokenRepository
     runs: AgentRunRepository
     conversations: ConversationRepository
+    lookback: LookbackRepository
     events: RunEventRepository
     tool_calls: ToolCallRepository
     memory_versions: MemoryVersionRepository
@@ -61,6 +63,7 @@ class UnitOfWork:
         self.tokens = TokenRepository(session)
         self.runs = AgentRunRepository(session)
         self.conversations = ConversationRepository(session)
+        self.lookback = LookbackRepository(session)
         self.events = RunEventRepository(session)
         self.tool_calls = ToolCallRepository(session)
         self.memory_versions = MemoryVersionRepository(session)

@@ -6,7 +6,7 @@ short-lived, single-use *login code*; the UI exchanges it (``POST /api/v1/sessio
 *session token* that expires. Every token can be listed and revoked, and a revoked or expired
 token authenticates nothing. Only digests are stored; a plaintext is shown once.
 
-The switch the *agent* reads stays in :class:`~yuxi.services.memory_service.MemoryService` (it
+The switch the *agent* reads stays in :class:`~yuxi.services.memory.service.MemoryService` (it
 re-reads it under the memory lock); this service is the user's side: viewing and flipping it.
 """
 

@@ -25,8 +25,8 @@ from yuxi.errors import (
 )
 from yuxi.identity import RunIdentity
 from yuxi.limits import FILE_API_MAX_BYTES
-from yuxi.services.memory_service import MemoryService
-from yuxi.services.run_service import RunService
+from yuxi.services.memory.service import MemoryService
+from yuxi.services.runs.service import RunService
 from yuxi.workspace.filesystem import MEMORY_PATH, FileEntry, Workspace, etag_for, if_match_allows
 
 STALE = "the file changed since you loaded it"

@@ -20,7 +20,7 @@ Two rules, one for each way text could pass itself off as part of the prompt's s
 After :func:`neutralize_markup`, :func:`find_markup` finds nothing in the text, nor in any part
 of it (a cut keeps the property, which the history budgets rely on), and neutralising again
 changes nothing. The same rule frames the history tools' output
-(:mod:`yuxi.repositories._history_shape`), whose text fields sit inside JSON strings.
+(:mod:`yuxi.repositories.lookback._shape`), whose text fields sit inside JSON strings.
 """
 
 from __future__ import annotations

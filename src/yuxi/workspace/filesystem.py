@@ -45,9 +45,9 @@ from yuxi.workspace._fd import (
     open_subdir,
     read_at_most,
 )
-from yuxi.workspace._lock import T, workspace_lock, workspace_lock_then
 from yuxi.workspace._paths import is_temp_name, split_relative_path, workspace_dirname
-from yuxi.workspace._publish import publish_file, remove_stale_temps
+from yuxi.workspace.locking import T, workspace_lock, workspace_lock_then
+from yuxi.workspace.publishing import publish_file, remove_stale_temps
 
 __all__ = [
     "AGENTS_PATH",
@@ -122,7 +122,7 @@ class Workspace:
         return self._root / self._dirname
 
     def locked(self) -> AbstractAsyncContextManager[None]:
-        """Hold this user's workspace lock (:mod:`yuxi.workspace._lock`) for a read-modify-write.
+        """Hold this user's workspace lock (:mod:`yuxi.workspace.locking`) for a read-modify-write.
 
         Publishing is atomic without it; what it adds is that no other writer's check-then-write
         of this user's files (in any process on this host) interleaves with the caller's.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.agents.fakes import CTX, UID, SpyWorkspace, forged_identity
+from tests.support.agent_fakes import CTX, UID, SpyWorkspace, forged_identity
 from yuxi.agents.context import (
     CONTEXT_FILE_MAX_BYTES,
     RunIdentity,

@@ -13,14 +13,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from tests.unit.agents.fakes import CTX, CapturingModel, FakeMemory, SpyWorkspace
+from tests.support.agent_fakes import CTX, CapturingModel, FakeMemory, SpyWorkspace
 from yuxi.agents.context import build_agent_input_context
 from yuxi.agents.graphs import build_chatbot_graph, build_subagent_graph
 from yuxi.agents.middlewares.memory import MEMORY_TOOL_NAMES
 from yuxi.agents.prompts import MEMORY_OFF_NOTE
 from yuxi.agents.tools import make_delegate_tool
 from yuxi.agents.tools.delegate import SubagentReply
-from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
+from yuxi.services.memory.service import MemorySnapshot, MemoryWriteResult
 from yuxi.workspace.filesystem import AGENTS_PATH, MEMORY_PATH
 
 MARKER = "UNIQUE-MEMORY-MARKER-41c7e2"

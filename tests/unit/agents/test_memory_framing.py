@@ -6,7 +6,7 @@ or ``>``, and the ``<``/``/`` lookalikes NFKC leaves alone — each inserted at 
 the closing and the opening marker (bare and with a nonce, even the run's own nonce), and each
 lookalike substituted for the marker's own ``<``, ``/`` and ``>``. Whatever the memory holds, the
 rendered block has exactly one opening and one closing marker, and nothing between them reads as
-a tag to an independent checker (tests/unit/framing_corpus.py) that folds the text its own
+a tag to an independent checker (tests/support/framing_corpus.py) that folds the text its own
 way.
 """
 
@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.agents.fakes import CTX, FakeMemory, SpyWorkspace
-from tests.unit.framing_corpus import (
+from tests.support.agent_fakes import CTX, FakeMemory, SpyWorkspace
+from tests.support.framing_corpus import (
     DEFAULT_IGNORABLE,
     GT_LOOKALIKES,
     LT_LOOKALIKES,

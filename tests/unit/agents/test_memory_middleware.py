@@ -14,7 +14,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
-from tests.unit.agents.fakes import (
+from tests.support.agent_fakes import (
     CTX,
     FakeMemory,
     SpyWorkspace,
@@ -29,7 +29,7 @@ from yuxi.agents.middlewares.memory import (
     render_memory_block,
 )
 from yuxi.agents.models.offline import OfflineChatModel
-from yuxi.services.memory_service import MemorySnapshot
+from yuxi.services.memory.service import MemorySnapshot
 from yuxi.utils.prompt_framing import find_markup
 from yuxi.workspace.filesystem import MEMORY_PATH
 

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from tests.support.agent_fakes import OFFLINE_TOOL_NAMES, named_tool
 from yuxi.agents.models import OfflineChatModel
-
-from .fakes import OFFLINE_TOOL_NAMES, named_tool
 
 
 def _answer(command: str, result: dict[str, Any] | str, *, status: str = "success") -> str:

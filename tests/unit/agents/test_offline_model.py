@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableBinding
 from pydantic import SecretStr
 
-from tests.unit.agents.fakes import OFFLINE_TOOL_NAMES, named_tool
+from tests.support.agent_fakes import OFFLINE_TOOL_NAMES, named_tool
 from yuxi.agents.middlewares.memory import render_memory_block
 from yuxi.agents.models import OfflineChatModel, build_chat_model
 from yuxi.agents.prompts import MEMORY_OFF_NOTE

@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from tests.unit.agents.fakes import CTX, CapturingModel, FakeMemory, SpyWorkspace
+from tests.support.agent_fakes import CTX, CapturingModel, FakeMemory, SpyWorkspace
 from yuxi.agents.graphs import build_chatbot_graph
 from yuxi.agents.middlewares.taint import (
     REMEMBER_MEMORY_TOOL,
@@ -30,7 +30,7 @@ from yuxi.agents.middlewares.taint import (
     call_is_tainted,
     run_is_tainted,
 )
-from yuxi.services.memory_service import MemoryWriteResult
+from yuxi.services.memory.service import MemoryWriteResult
 from yuxi.workspace.filesystem import MEMORY_PATH
 
 UNTRUSTED_TOOLS = (

@@ -13,7 +13,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
-from tests.unit.agents.fakes import (
+from tests.support.agent_fakes import (
     CTX,
     FakeMemory,
     SpyWorkspace,

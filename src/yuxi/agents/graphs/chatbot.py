@@ -21,7 +21,6 @@ from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from yuxi.agents._ports import LookbackPort, MemoryPort, WorkspaceFilesPort
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.middlewares.memory import create_memory_middleware
 from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL, tainted_memory_write_approval
@@ -29,9 +28,10 @@ from yuxi.agents.middlewares.tool_call_integrity import (
     ToolCallIntegrityMiddleware,
     call_is_unanswered,
 )
+from yuxi.agents.ports import LookbackPort, MemoryPort, WorkspaceFilesPort
 from yuxi.agents.prompts import MEMORY_OFF_NOTE
 from yuxi.agents.tools.workspace_tools import SENSITIVE_TOOLS, make_workspace_tools
-from yuxi.services.memory_service import MemorySnapshot
+from yuxi.services.memory.service import MemorySnapshot
 from yuxi.workspace.filesystem import Workspace
 
 __all__ = ["CHATBOT_AGENT_NAME", "AgentGraph", "build_chatbot_graph", "run_limit_middleware"]

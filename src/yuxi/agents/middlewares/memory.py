@@ -25,9 +25,9 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from yuxi.agents._ports import LookbackPort, MemoryPort
 from yuxi.agents.context import RunIdentity, trusted_context
 from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL
+from yuxi.agents.ports import LookbackPort, MemoryPort
 from yuxi.agents.prompts import (
     LIST_THREADS_DESCRIPTION,
     MEMORY_RULES,
@@ -40,8 +40,8 @@ from yuxi.agents.tools.run_tool import run_tool
 from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import UnauthorizedRun
 from yuxi.limits import LIST_THREADS_DEFAULT_ITEMS
-from yuxi.services.lookback_service import LookbackResult
-from yuxi.services.memory_service import MemorySnapshot, MemoryWriteResult
+from yuxi.services.lookback.service import LookbackResult
+from yuxi.services.memory.service import MemorySnapshot, MemoryWriteResult
 from yuxi.utils.prompt_framing import close_marker, neutralize_markup, new_nonce, open_marker
 
 __all__ = [
@@ -139,7 +139,7 @@ def _identity(runtime: ToolRuntime[RunIdentity | None, Any], bound: RunIdentity)
     return context
 
 
-def _make_memory_tools(
+def make_memory_tools(
     memory: MemoryPort, lookback: LookbackPort, bound: RunIdentity
 ) -> tuple[BaseTool, ...]:
     async def remember_memory(
@@ -250,5 +250,5 @@ async def create_memory_middleware(
     if on_snapshot is not None:
         await on_snapshot(snapshot)
     return YuxiMemoryMiddleware(
-        snapshot=snapshot, tools=_make_memory_tools(memory, lookback, context)
+        snapshot=snapshot, tools=make_memory_tools(memory, lookback, context)
     )

@@ -25,8 +25,8 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
-from yuxi.agents._ports import MemoryPort, WorkspaceFilesPort
 from yuxi.agents.context import RunIdentity, trusted_context
+from yuxi.agents.ports import MemoryPort, WorkspaceFilesPort
 from yuxi.agents.prompts import (
     EDIT_WORKSPACE_FILE_DESCRIPTION,
     READ_WORKSPACE_FILE_DESCRIPTION,

@@ -1,0 +1,310 @@
+"""AgentRun persistence and the PostgreSQL lease: the source of trusted execution identity.
+
+A run is claimed by exactly one worker at a time. Each claim writes a fresh ``worker_id`` token and
+a lease that ends at ``lease_expires_at``; the owner renews it with heartbeats. Every check of
+"is this lease still alive?" is :func:`owned_live_lease`, made **by the database clock**
+(``now()``), never the app's: app servers' clocks drift, the database is the one clock every
+worker shares. The lease statements themselves are built in :mod:`._run_lease`.
+
+Never commits: the service that calls it owns the transaction. ``now()`` is the transaction start
+time, so callers keep lease transactions short.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from yuxi.db.models import AgentRun
+from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
+from yuxi.errors import ActiveRunExists, Conflict
+from yuxi.repositories.memory import lock_user_memory
+from yuxi.repositories.notify import notify
+from yuxi.repositories.runs import _lease as lease
+from yuxi.repositories.runs._lease import new_worker_id, owned_live_lease
+from yuxi.vocabulary import (
+    CLAIMABLE_RUN_TYPES,
+    LEASE_EXPIRED,
+    PARENT_RUN_ENDED,
+    SETTLED_RUN_STATUSES,
+)
+
+__all__ = [
+    "LEASE_EXPIRED",
+    "PARENT_RUN_ENDED",
+    "AgentRunRepository",
+    "new_worker_id",
+    "owned_live_lease",
+]
+
+
+class AgentRunRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    # -- creation -----------------------------------------------------------------------------
+
+    async def create_run(
+        self,
+        *,
+        uid: str,
+        thread_id: str,
+        request_id: str,
+        run_type: str,
+        input_payload: dict[str, Any] | None = None,
+        created_by_run_id: str | None = None,
+        status: str = "pending",
+    ) -> tuple[AgentRun, bool]:
+        """Insert a run, idempotent on ``(uid, request_id)``. Returns ``(run, created)``.
+
+        A retried request gets the run it created the first time (if the retry names another
+        thread, that is a conflict). A second active run on the same thread is refused by the
+        partial unique index and surfaces as :class:`ActiveRunExists`.
+        """
+        run_id = str(uuid.uuid4())
+        stmt = (
+            insert(AgentRun)
+            .values(
+                id=run_id,
+                uid=uid,
+                conversation_thread_id=thread_id,
+                request_id=request_id,
+                run_type=run_type,
+                status=status,
+                input_payload=input_payload or {},
+                created_by_run_id=created_by_run_id,
+            )
+            .on_conflict_do_nothing(index_elements=[AgentRun.uid, AgentRun.request_id])
+            .returning(AgentRun.id)
+        )
+        try:
+            async with self.session.begin_nested():
+                inserted = (await self.session.execute(stmt)).scalar_one_or_none()
+        except IntegrityError as exc:
+            if "uq_agent_runs_one_active_per_thread" in str(exc.orig):
+                raise ActiveRunExists("this thread already has an active run") from exc
+            raise
+        if inserted is not None:
+            if status == "pending" and run_type in CLAIMABLE_RUN_TYPES:
+                await self.session.execute(notify(RUN_PENDING, inserted))  # wakes a worker
+            run = await self.session.get(AgentRun, inserted, populate_existing=True)
+            assert run is not None
+            return run, True
+        existing = (
+            await self.session.execute(
+                select(AgentRun).where(AgentRun.uid == uid, AgentRun.request_id == request_id)
+            )
+        ).scalar_one()
+        if existing.conversation_thread_id != thread_id:
+            raise Conflict("request_id was already used for another thread")
+        return existing, False
+
+    async def get(self, run_id: str) -> AgentRun | None:
+        return await self.session.get(AgentRun, run_id, populate_existing=True)
+
+    async def get_by_request(self, uid: str, request_id: str) -> AgentRun | None:
+        row = await self.session.execute(
+            select(AgentRun).where(AgentRun.uid == uid, AgentRun.request_id == request_id)
+        )
+        return row.scalar_one_or_none()
+
+    async def awaiting_approval(self, thread_id: str) -> bool:
+        """Whether the thread's latest top-level run is interrupted with no decision yet."""
+        latest = (
+            await self.session.execute(
+                select(AgentRun.status)
+                .where(
+                    AgentRun.conversation_thread_id == thread_id,
+                    AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES),
+                )
+                .order_by(AgentRun.created_at.desc(), AgentRun.id.desc())
+                .limit(1)
+            )
+        ).scalar_one_or_none()
+        return latest == "interrupted"
+
+    async def cancel_pending(self, run_id: str) -> bool:
+        stmt = (
+            update(AgentRun)
+            .where(AgentRun.id == run_id, AgentRun.status == "pending")
+            .values(status="cancelled", finished_at=func.now(), cancel_requested=True)
+            .returning(AgentRun.id)
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+
+    async def get_owned(self, uid: str, run_id: str) -> AgentRun | None:
+        row = await self.session.execute(
+            select(AgentRun)
+            .where(AgentRun.id == run_id, AgentRun.uid == uid)
+            .execution_options(populate_existing=True)
+        )
+        return row.scalar_one_or_none()
+
+    # -- the lease ----------------------------------------------------------------------------
+
+    async def claim_next(self, *, lease_seconds: float) -> AgentRun | None:
+        """Claim the oldest pending chat/resume run for a fresh ``worker_id``."""
+        return await self._claim(lease.oldest_pending(), lease_seconds)
+
+    async def claim(self, run_id: str, *, lease_seconds: float) -> AgentRun | None:
+        """Claim one specific pending run (used by tests and by ``?wait`` fast paths)."""
+        return await self._claim(lease.pending(run_id), lease_seconds)
+
+    async def _claim(self, candidate: Any, lease_seconds: float) -> AgentRun | None:
+        claimed = (
+            await self.session.execute(lease.claim(candidate, lease_seconds))
+        ).scalar_one_or_none()
+        return None if claimed is None else await self.get(claimed)
+
+    async def renew_lease(self, run_id: str, worker_id: str, *, lease_seconds: float) -> bool:
+        """Extend the lease; only the owner of an unexpired lease can. False = lease lost."""
+        cancel = await self.renew_lease_and_read_cancel(
+            run_id, worker_id, lease_seconds=lease_seconds
+        )
+        return cancel is not None
+
+    async def renew_lease_and_read_cancel(
+        self, run_id: str, worker_id: str, *, lease_seconds: float
+    ) -> bool | None:
+        """Extend the lease and return the run's cancel request, in one statement.
+
+        ``None`` = the lease is lost (not renewed); otherwise whether a cancel was requested.
+        """
+        stmt = lease.renew(run_id, worker_id, lease_seconds)
+        row = (await self.session.execute(stmt)).one_or_none()
+        return None if row is None else bool(row.cancel_requested)
+
+    async def lock_live_lease(self, run_id: str, worker_id: str) -> bool:
+        """``SELECT … FOR SHARE`` the run if ``worker_id`` owns a live lease on it.
+
+        Held to the end of the caller's transaction, so neither reconciliation nor another
+        claim can change the lease under the writes made in it. False = the lease is lost.
+        """
+        row = await self.session.execute(
+            select(AgentRun.id)
+            .where(owned_live_lease(run_id, worker_id))
+            .with_for_update(read=True)
+        )
+        return row.scalar_one_or_none() is not None
+
+    async def finish(
+        self,
+        run_id: str,
+        worker_id: str,
+        *,
+        status: str,
+        error_code: str | None = None,
+        error_message: str | None = None,
+        output: dict[str, Any] | None = None,
+    ) -> bool:
+        """Move an owned, unexpired, running run to a terminal status. False = not the owner."""
+        if status not in SETTLED_RUN_STATUSES:
+            raise ValueError(f"not a terminal status: {status}")
+        stmt = (
+            update(AgentRun)
+            .where(owned_live_lease(run_id, worker_id))
+            .values(
+                status=status,
+                finished_at=func.now(),
+                error_code=error_code,
+                error_message=error_message,
+                output=output,
+                lease_expires_at=None,
+            )
+            .returning(AgentRun.id)
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+
+    async def reconcile_expired(self, *, limit: int = 100) -> list[str]:
+        """Fail every running run whose lease ran out (by the database clock), then every
+        SubAgent run orphaned by a parent that is over."""
+        failed = await self.fail_expired_leases(limit=limit)
+        return failed + await self.fail_orphaned_subagents(limit=limit)
+
+    async def fail_expired_leases(self, *, limit: int = 100) -> list[str]:
+        """Fail running top-level runs whose lease ran out, as :data:`LEASE_EXPIRED`."""
+        return list((await self.session.execute(lease.fail_expired(limit))).scalars())
+
+    async def fail_orphaned_subagents(self, *, limit: int = 100) -> list[str]:
+        """A SubAgent run executes inside its parent's worker; if the parent is over (its
+        worker died mid-delegation), the child can never finish: fail it as
+        :data:`PARENT_RUN_ENDED`."""
+        stmt = lease.fail_orphaned_subagents(limit)
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def finish_subagent(
+        self, run_id: str, *, status: str, output: dict[str, Any] | None
+    ) -> bool:
+        """Settle a running SubAgent run (it holds no lease: its parent's worker runs it).
+        False = it was already settled (e.g. failed as orphaned by reconciliation)."""
+        if status not in SETTLED_RUN_STATUSES:
+            raise ValueError(f"not a terminal status: {status}")
+        stmt = (
+            update(AgentRun)
+            .where(
+                AgentRun.id == run_id,
+                AgentRun.run_type == "subagent",
+                AgentRun.status == "running",
+            )
+            .values(status=status, finished_at=func.now(), output=output)
+            .returning(AgentRun.id)
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+
+    async def previous_top_level_run(self, thread_id: str, run_id: str) -> AgentRun | None:
+        """The newest chat/resume run of the thread other than ``run_id``."""
+        stmt = (
+            select(AgentRun)
+            .where(
+                AgentRun.conversation_thread_id == thread_id,
+                AgentRun.id != run_id,
+                AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES),
+            )
+            .order_by(AgentRun.created_at.desc(), AgentRun.id.desc())
+            .limit(1)
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def request_cancel(self, uid: str, run_id: str) -> bool:
+        stmt = (
+            update(AgentRun)
+            .where(
+                AgentRun.id == run_id,
+                AgentRun.uid == uid,
+                AgentRun.status.in_(("pending", "running")),
+            )
+            .values(cancel_requested=True)
+            .returning(AgentRun.id)
+        )
+        if requested := (await self.session.execute(stmt)).scalar_one_or_none() is not None:
+            await self.session.execute(notify(RUN_CANCEL, run_id))  # its worker beats at once
+        return requested
+
+    async def record_memory_snapshot(self, run_id: str, *, sha256: str, size: int) -> None:
+        await self.session.execute(
+            update(AgentRun)
+            .where(AgentRun.id == run_id)
+            .values(memory_snapshot_sha256=sha256, memory_snapshot_bytes=size)
+        )
+
+    # -- the memory write gate ----------------------------------------------------------------
+
+    async def lock_user_memory(self, uid: str) -> None:
+        """The per-uid memory lock every MEMORY.md writer takes; released at transaction end."""
+        await self.session.execute(lock_user_memory(uid))
+
+    # -- listing (added for the thread view; kept at the end for an easy merge) ----------------
+
+    async def list_for_thread(self, uid: str, thread_id: str) -> list[AgentRun]:
+        """The user's runs on one thread (every run type), oldest first."""
+        rows = await self.session.execute(
+            select(AgentRun)
+            .where(AgentRun.uid == uid, AgentRun.conversation_thread_id == thread_id)
+            .order_by(AgentRun.created_at, AgentRun.id)
+        )
+        return list(rows.scalars())

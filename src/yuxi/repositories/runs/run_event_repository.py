@@ -1,0 +1,82 @@
+"""Ordered run events (status, model chunks, tool start/end) for live following and replay.
+
+Appends by a worker are fenced by its lease: an event is only written while the appending worker
+still owns a live lease on the run, so a worker that lost its lease cannot add to the record.
+The fence is :func:`~yuxi.repositories.runs.agent_run_repository.owned_live_lease`, the one
+definition of a live lease, inside the same ``INSERT … SELECT … WHERE EXISTS`` statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, String, exists, func, insert, literal, select
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from yuxi.db.models import RunEvent
+from yuxi.db.notifications import RUN_EVENTS
+from yuxi.repositories.notify import notify_value
+from yuxi.repositories.runs.agent_run_repository import owned_live_lease
+
+
+def _append_statement(
+    run_id: str, event_type: str, data: dict[str, Any], fence: ColumnElement[bool] | None
+) -> Any:
+    """``INSERT INTO run_events … SELECT <next seq> [WHERE EXISTS (fence)] RETURNING seq``."""
+    next_seq = (
+        select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
+        .where(RunEvent.run_id == run_id)
+        .scalar_subquery()
+    )
+    row = select(
+        literal(run_id, String),
+        next_seq,
+        literal(event_type, String),
+        literal(data, type_=JSONB),
+    )
+    if fence is not None:
+        row = row.where(exists().where(fence))
+    # The listeners (event streams, waiting requests) hear of the event when it commits.
+    return (
+        insert(RunEvent)
+        .from_select(["run_id", "seq", "event_type", "data"], row)
+        .returning(RunEvent.seq, notify_value(RUN_EVENTS, RunEvent.run_id))
+    )
+
+
+class RunEventRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def append_as_owner(
+        self, run_id: str, worker_id: str, event_type: str, data: dict[str, Any]
+    ) -> int | None:
+        """Append while ``worker_id`` holds a live lease. None = the lease is gone."""
+        stmt = _append_statement(run_id, event_type, data, owned_live_lease(run_id, worker_id))
+        row = (await self.session.execute(stmt)).one_or_none()
+        return None if row is None else int(row.seq)
+
+    async def append(self, run_id: str, event_type: str, data: dict[str, Any]) -> int:
+        """Unfenced append, for the service itself (run created, reconciled, SubAgent runs)."""
+        stmt = _append_statement(run_id, event_type, data, None)
+        return int((await self.session.execute(stmt)).one().seq)
+
+    async def list_after(self, run_id: str, after_seq: int = 0, limit: int = 500) -> list[RunEvent]:
+        rows = await self.session.execute(
+            select(RunEvent)
+            .where(RunEvent.run_id == run_id, RunEvent.seq > after_seq)
+            .order_by(RunEvent.seq)
+            .limit(limit)
+        )
+        return list(rows.scalars())
+
+    async def latest_seqs(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """The last event seq of each run in ``run_ids`` that has events (one statement)."""
+        rows = await self.session.execute(
+            select(RunEvent.run_id, func.max(RunEvent.seq))
+            .where(RunEvent.run_id.in_(list(run_ids)))
+            .group_by(RunEvent.run_id)
+        )
+        return {run_id: int(seq) for run_id, seq in rows}

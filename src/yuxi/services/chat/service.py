@@ -1,0 +1,306 @@
+"""Chat threads and the runs on them.
+
+A chat request becomes a run: the user message and a pending AgentRun, in one transaction.
+Workers (``yuxi.runtime.worker``) claim and execute the runs; this service only accepts work,
+answers questions about it, turns approval decisions into ``resume`` runs, and keeps the user's
+threads (create, list, view, archive, delete).
+
+Reads return ORM rows detached from their (closed) session: the session factory does not expire
+on commit, so their loaded columns stay readable. Only :func:`run_view` shapes a run for callers.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from yuxi.db.models import AgentRun, Conversation, RunEvent
+from yuxi.errors import Conflict, InvalidArgument, NotFound
+from yuxi.limits import (
+    AUTO_TITLE_MAX_CHARS,
+    REQUEST_ID_MAX_CHARS,
+    RUN_INPUT_MAX_BYTES,
+    TITLE_MAX_CHARS,
+)
+from yuxi.services.chat.views import (
+    MessageSummary,
+    ThreadDetail,
+    ThreadSummary,
+    ToolCallSummary,
+    thread_summary,
+)
+from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from yuxi.utils.string_utils import check_text
+from yuxi.vocabulary import AGENT_CALL_SOURCES
+
+DECISIONS = ("approve", "reject")
+
+
+def _check_request_id(request_id: object) -> str:
+    if request_id is None:
+        return uuid.uuid4().hex
+    if (
+        not isinstance(request_id, str)
+        or not request_id.strip()
+        or len(request_id) > REQUEST_ID_MAX_CHARS
+        or not request_id.isprintable()
+        or not request_id.isascii()
+    ):
+        raise InvalidArgument(
+            f"request_id must be 1..{REQUEST_ID_MAX_CHARS} printable ASCII characters"
+        )
+    return request_id
+
+
+def check_thread_title(value: object) -> str:
+    """A thread title a user sets: stripped, not blank, at most ``TITLE_MAX_CHARS`` characters
+    of storable text (the one rule of a rename)."""
+    return check_text("title", value, max_chars=TITLE_MAX_CHARS, strip=True)
+
+
+def auto_title(first_message: str) -> str:
+    """The title a thread gets from its first message: the first non-blank line, cut to
+    ``AUTO_TITLE_MAX_CHARS`` characters (never inside a character) with an ellipsis when cut."""
+    line = next((ln.strip() for ln in first_message.splitlines() if ln.strip()), "")
+    if len(line) <= AUTO_TITLE_MAX_CHARS:
+        return line
+    return line[: AUTO_TITLE_MAX_CHARS - 1].rstrip() + "…"
+
+
+async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversation:
+    """The caller's own, not deleted thread; anyone else's (or a deleted one) is NotFound."""
+    conversation = await uow.conversations.get_owned(uid, thread_id)
+    if conversation is None or conversation.status == "deleted":
+        raise NotFound("thread not found")
+    return conversation
+
+
+class ChatService:
+    def __init__(self, uow: UnitOfWorkFactory) -> None:
+        self._uow = uow
+
+    # -- threads ------------------------------------------------------------------------------
+
+    async def create_thread(
+        self, uid: str, *, title: str = "", source: str = "chat"
+    ) -> ThreadSummary:
+        async with self._uow() as uow:
+            conversation = await uow.conversations.create_conversation(
+                uid, title=title[:TITLE_MAX_CHARS], source=source
+            )
+            await uow.commit()
+        return thread_summary(conversation)
+
+    async def list_threads(
+        self, uid: str, *, include_archived: bool = False, limit: int = 50
+    ) -> list[ThreadSummary]:
+        """The caller's top-level chat threads, newest updated first."""
+        async with self._uow() as uow:
+            rows = await uow.conversations.list_conversations(
+                uid, include_archived=include_archived, limit=limit
+            )
+        return [thread_summary(c) for c in rows]
+
+    async def get_thread(self, uid: str, thread_id: str) -> ThreadDetail:
+        async with self._uow() as uow:
+            conversation = await _live_thread(uow, uid, thread_id)
+            messages = await uow.conversations.list_messages(conversation.id)
+            calls = await uow.tool_calls.list_for_messages(
+                [m.id for m in messages if m.message_type == "tool_call"]
+            )
+        return ThreadDetail(
+            **vars(thread_summary(conversation)),
+            messages=[
+                MessageSummary.of(m, [ToolCallSummary.of(row) for row in calls.get(m.id, [])])
+                for m in messages
+            ],
+        )
+
+    async def update_thread(
+        self,
+        uid: str,
+        thread_id: str,
+        *,
+        title: object = None,
+        recall_excluded: object = None,
+    ) -> ThreadSummary:
+        """Rename the caller's ordinary thread and/or hide it from (or show it to) the history
+        tools. At least one field; ``None`` leaves a field as it is. Another user's thread, a
+        deleted one, an agent-call thread or a SubAgent's child is NotFound."""
+        if title is None and recall_excluded is None:
+            raise InvalidArgument("give at least one of title, recall_excluded")
+        new_title = None if title is None else check_thread_title(title)
+        if recall_excluded is not None and not isinstance(recall_excluded, bool):
+            raise InvalidArgument("recall_excluded must be true or false")
+        async with self._uow() as uow:
+            conversation = await uow.conversations.get_owned_chat_thread(uid, thread_id)
+            if conversation is None:
+                raise NotFound("thread not found")
+            await uow.conversations.update_thread_settings(
+                conversation, title=new_title, recall_excluded=recall_excluded
+            )
+            await uow.commit()
+        return thread_summary(conversation)
+
+    async def archive_thread(self, uid: str, thread_id: str) -> ThreadSummary:
+        return await self._set_thread_status(uid, thread_id, "archived")
+
+    async def unarchive_thread(self, uid: str, thread_id: str) -> ThreadSummary:
+        return await self._set_thread_status(uid, thread_id, "active")
+
+    async def delete_thread(self, uid: str, thread_id: str) -> None:
+        await self._set_thread_status(uid, thread_id, "deleted")
+
+    async def _set_thread_status(self, uid: str, thread_id: str, status: str) -> ThreadSummary:
+        async with self._uow() as uow:
+            conversation = await _live_thread(uow, uid, thread_id)
+            # set_status refreshes the loaded row's status and updated_at too.
+            await uow.conversations.set_status(uid, thread_id, status)
+            await uow.commit()
+        return thread_summary(conversation)
+
+    # -- starting runs ------------------------------------------------------------------------
+
+    async def submit(
+        self, uid: str, thread_id: str, text: object, *, request_id: object = None
+    ) -> tuple[AgentRun, bool]:
+        """Persist the user message and a pending chat run. Idempotent on ``request_id``."""
+        body = check_text("input", text, max_bytes=RUN_INPUT_MAX_BYTES)
+        rid = _check_request_id(request_id)
+        async with self._uow() as uow:
+            conversation = await _live_thread(uow, uid, thread_id)
+            run, created = await self._submit_in(uow, conversation, body, rid)
+            await uow.commit()
+        return run, created
+
+    async def submit_agent_call(
+        self, uid: str, text: object, *, source: str = "agent_call", request_id: object = None
+    ) -> tuple[AgentRun, bool]:
+        """A one-shot run in a new ``agent_call`` (or ``agent_evaluation``) thread."""
+        if source not in AGENT_CALL_SOURCES:
+            raise InvalidArgument("source must be agent_call or agent_evaluation")
+        body = check_text("input", text, max_bytes=RUN_INPUT_MAX_BYTES)
+        rid = _check_request_id(request_id)
+        async with self._uow() as uow:
+            existing = await uow.runs.get_by_request(uid, rid)
+            if existing is not None:
+                return existing, False
+            conversation = await uow.conversations.create_conversation(uid, source=source)
+            run, created = await self._submit_in(uow, conversation, body, rid)
+            if created:
+                await uow.commit()  # a lost race on request_id rolls the new thread back
+        return run, created
+
+    @staticmethod
+    async def _submit_in(
+        uow: UnitOfWork, conversation: Conversation, body: str, request_id: str
+    ) -> tuple[AgentRun, bool]:
+        thread_id = conversation.thread_id
+        if conversation.status != "active":
+            raise Conflict("thread is archived; unarchive it to continue")
+        existing = await uow.runs.get_by_request(conversation.uid, request_id)
+        if existing is not None:
+            if existing.conversation_thread_id != thread_id:
+                raise Conflict("request_id was already used for another thread")
+            return existing, False
+        if await uow.runs.awaiting_approval(thread_id):
+            raise Conflict("this thread is waiting for an approval decision")
+        run, created = await uow.runs.create_run(
+            uid=conversation.uid,
+            thread_id=thread_id,
+            request_id=request_id,
+            run_type="chat",
+            input_payload={"input": body},
+        )
+        if created:
+            if not conversation.title:
+                conversation.title = auto_title(body)
+            await uow.conversations.add_message(
+                conversation, role="user", content=body, run_id=run.id
+            )
+            await uow.events.append(run.id, "run_status", {"status": "pending"})
+        return run, created
+
+    async def resume(self, uid: str, run_id: str, decision: object) -> tuple[AgentRun, bool]:
+        """Turn an approve/reject decision on an interrupted run into a ``resume`` run."""
+        if decision not in DECISIONS:
+            raise InvalidArgument("decision must be 'approve' or 'reject'")
+        async with self._uow() as uow:
+            interrupted = await uow.runs.get_owned(uid, run_id)
+            if interrupted is None:
+                raise NotFound("run not found")
+            # One decision per interruption: the request id is derived from the run.
+            request_id = f"resume:{run_id}"
+            existing = await uow.runs.get_by_request(uid, request_id)
+            if existing is not None:
+                return existing, False
+            if interrupted.status != "interrupted":
+                raise Conflict(f"run is {interrupted.status}, not waiting for approval")
+            # Same rule as a new message: only an active thread runs (a deleted one is gone).
+            thread = await _live_thread(uow, uid, interrupted.conversation_thread_id)
+            if thread.status != "active":
+                raise Conflict("thread is archived; unarchive it to continue")
+            run, created = await uow.runs.create_run(
+                uid=uid,
+                thread_id=interrupted.conversation_thread_id,
+                request_id=request_id,
+                run_type="resume",
+                input_payload={"decision": decision},
+                created_by_run_id=run_id,
+            )
+            if created:
+                await uow.events.append(run.id, "run_status", {"status": "pending"})
+            await uow.commit()
+        return run, created
+
+    async def cancel(self, uid: str, run_id: str) -> AgentRun:
+        async with self._uow() as uow:
+            run = await uow.runs.get_owned(uid, run_id)
+            if run is None:
+                raise NotFound("run not found")
+            if run.status == "pending":
+                await uow.runs.cancel_pending(run_id)
+                await uow.events.append(run_id, "run_status", {"status": "cancelled"})
+            elif run.status == "running":
+                await uow.runs.request_cancel(uid, run_id)
+            refreshed = await uow.runs.get(run_id)
+            assert refreshed is not None
+            await uow.commit()
+        return refreshed
+
+    # -- reading runs -------------------------------------------------------------------------
+
+    async def get_run(self, uid: str, run_id: str) -> AgentRun:
+        async with self._uow() as uow:
+            run = await uow.runs.get_owned(uid, run_id)
+        if run is None:
+            raise NotFound("run not found")
+        return run
+
+    async def events_after(
+        self, uid: str, run_id: str, after_seq: int = 0, limit: int = 500
+    ) -> list[RunEvent]:
+        async with self._uow() as uow:
+            if await uow.runs.get_owned(uid, run_id) is None:
+                raise NotFound("run not found")
+            return await uow.events.list_after(run_id, after_seq, limit)
+
+    async def stream_state(
+        self, tokens: list[str], run_ids: list[str]
+    ) -> tuple[dict[str, tuple[str, float | None]], dict[str, int]]:
+        """For the process's own safety net over its open event streams, in one transaction:
+        which ``tokens`` still authenticate (token → uid and seconds left by the database
+        clock, None = no expiry; a missing token is revoked, expired or unknown) and the last
+        event seq of each run in ``run_ids``. Nothing of it reaches a client (it only tells a
+        stream to end or to re-read; the re-read checks the owner), so no owner is checked."""
+        async with self._uow() as uow:
+            standings = await uow.tokens.standings(tokens) if tokens else {}
+            seqs = await uow.events.latest_seqs(run_ids) if run_ids else {}
+        return standings, seqs
+
+    async def thread_runs(self, uid: str, thread_id: str) -> list[AgentRun]:
+        """The thread's top-level runs (no SubAgent runs), oldest first; another user's
+        thread is NotFound."""
+        async with self._uow() as uow:
+            await _live_thread(uow, uid, thread_id)
+            runs = await uow.runs.list_for_thread(uid, thread_id)
+        return [run for run in runs if run.run_type != "subagent"]

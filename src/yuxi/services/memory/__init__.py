@@ -1,0 +1,67 @@
+"""User memory: the one MEMORY.md per user, its versions, provenance and lint (design.md §3-§5).
+
+Public surface:
+
+* the services: :class:`MemoryService` (read, the agent's ``remember_memory``, the user's edits)
+  and :class:`MemoryHistoryService` (versions, diffs, restore and undo);
+* what they return, and the views the API serialises (:mod:`.views`);
+* the pure text rules the services apply, for tests and tools that check them on their own
+  input: entries, edits, lint, provenance and diffs.
+
+Everything else (the write lock and publish, version recording, retention) is private.
+"""
+
+from yuxi.services.memory._entries import MemoryEntry, split_entries
+from yuxi.services.memory._lint import LintFinding, lint_memory
+from yuxi.services.memory._lint_patterns import luhn_valid
+from yuxi.services.memory._lint_similarity import NEAR_DUPLICATE_JACCARD, bigrams, near_duplicates
+from yuxi.services.memory._provenance import entry_sources, unified_diff
+from yuxi.services.memory._text import (
+    apply_add,
+    apply_replace,
+    decode_memory_file,
+    encode_result,
+    find_whole_lines,
+    snapshot_of,
+)
+from yuxi.services.memory._versions import EMPTY_SHA256, CurrentFile
+from yuxi.services.memory._writer import LockedMemory, replace_memory_file
+from yuxi.services.memory.service import (
+    MEMORY_DISPLAY_PATH,
+    PROMPT_TRUNCATION_NOTE,
+    MemoryService,
+    MemorySnapshot,
+    MemoryWriteResult,
+    QuotaRemaining,
+)
+from yuxi.services.memory.version_service import MemoryHistoryService
+
+__all__ = [
+    "EMPTY_SHA256",
+    "MEMORY_DISPLAY_PATH",
+    "NEAR_DUPLICATE_JACCARD",
+    "PROMPT_TRUNCATION_NOTE",
+    "CurrentFile",
+    "LintFinding",
+    "LockedMemory",
+    "MemoryEntry",
+    "MemoryHistoryService",
+    "MemoryService",
+    "MemorySnapshot",
+    "MemoryWriteResult",
+    "QuotaRemaining",
+    "apply_add",
+    "apply_replace",
+    "bigrams",
+    "decode_memory_file",
+    "encode_result",
+    "entry_sources",
+    "find_whole_lines",
+    "lint_memory",
+    "luhn_valid",
+    "near_duplicates",
+    "replace_memory_file",
+    "snapshot_of",
+    "split_entries",
+    "unified_diff",
+]

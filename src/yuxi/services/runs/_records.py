@@ -1,0 +1,100 @@
+"""What the run service hands out and takes in: claims, heartbeats, proposed calls, outcomes.
+
+Plain values (no session, no ORM object escapes): :mod:`yuxi.services.runs.service` re-exports
+them as its public surface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from yuxi.identity import RunIdentity
+
+if TYPE_CHECKING:
+    from yuxi.db.models import AgentRun
+
+__all__ = [
+    "ClaimedRun",
+    "Heartbeat",
+    "LeaseLost",
+    "ProposedToolCall",
+    "ReconciledRun",
+    "ToolOutcome",
+    "claimed_run",
+    "not_completed",
+]
+
+
+class LeaseLost(Exception):
+    """This worker no longer owns the run (its lease expired, was reconciled or taken over)."""
+
+
+@dataclass(frozen=True)
+class ClaimedRun:
+    """A run this worker has just claimed: its identity plus what executing it needs."""
+
+    identity: RunIdentity
+    run_type: str
+    input_payload: dict[str, Any]
+    attempt: int
+    created_by_run_id: str | None
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """One heartbeat: whether the lease was renewed, and whether a cancel was requested."""
+
+    alive: bool
+    cancel_requested: bool
+
+
+@dataclass(frozen=True)
+class ReconciledRun:
+    run_id: str
+    error_code: str  # LEASE_EXPIRED or PARENT_RUN_ENDED
+
+
+@dataclass(frozen=True)
+class ProposedToolCall:
+    """One tool call the model asked for."""
+
+    tool_call_id: str
+    name: str
+    args: Any
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A tool's result as the agent saw it; ``status`` is ``"success"`` or ``"error"``."""
+
+    tool_call_id: str
+    name: str
+    content: str
+    status: str
+
+
+def claimed_run(row: AgentRun) -> ClaimedRun:
+    assert row.worker_id is not None, "a claimed run has a worker"
+    return ClaimedRun(
+        identity=RunIdentity(
+            uid=row.uid,
+            thread_id=row.conversation_thread_id,
+            run_id=row.id,
+            request_id=row.request_id,
+            worker_id=row.worker_id,
+        ),
+        run_type=row.run_type,
+        input_payload=dict(row.input_payload or {}),
+        attempt=row.attempt,
+        created_by_run_id=row.created_by_run_id,
+    )
+
+
+def not_completed(status: str, error_code: str | None) -> str:
+    """What a caller is told about a tool call whose run ended before it did."""
+    how = f"{status} ({error_code})" if error_code else status
+    return (
+        f"Not completed: the run ended ({how}) before this call finished. "
+        "Nothing more will happen for it."
+    )

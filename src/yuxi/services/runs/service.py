@@ -1,0 +1,354 @@
+"""The run lifecycle: claim, heartbeat, the lease-fenced record of a run, finish, reconcile.
+
+A worker claims a pending run and gets a :class:`ClaimedRun` whose :class:`RunIdentity` is built
+once, from the claimed row; every later call takes that identity. Everything a worker writes
+while it runs (events, messages, tool calls, the memory snapshot, the final status) is written
+in its own unit of work that first checks — in the same transaction, by the database clock —
+that the identity's worker still owns a live lease on the run. A worker that lost its lease gets
+:class:`LeaseLost` and must stop: it cannot add to the record or finish the run.
+
+SubAgent runs hold no lease (their parent's worker runs them): :meth:`RunService.start_subagent`
+is fenced by the *parent's* lease and returns the child's identity with ``worker_id=None``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from yuxi.errors import UnauthorizedRun
+from yuxi.identity import RunIdentity
+from yuxi.limits import EVENT_TEXT_BYTES
+from yuxi.observability.metrics import Metrics
+from yuxi.services.runs._records import (
+    ClaimedRun,
+    Heartbeat,
+    LeaseLost,
+    ProposedToolCall,
+    ReconciledRun,
+    ToolOutcome,
+    claimed_run,
+    not_completed,
+)
+from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
+from yuxi.utils.string_utils import truncate_utf8
+from yuxi.vocabulary import LEASE_EXPIRED, PARENT_RUN_ENDED
+
+if TYPE_CHECKING:
+    from yuxi.db.models import Conversation
+
+__all__ = [
+    "ClaimedRun",
+    "Heartbeat",
+    "LeaseLost",
+    "ProposedToolCall",
+    "ReconciledRun",
+    "RunService",
+    "ToolOutcome",
+]
+
+
+def _lease_token(identity: RunIdentity) -> str:
+    """The worker token a fenced write checks; a SubAgent identity holds no lease at all."""
+    if identity.worker_id is None:
+        raise LeaseLost(f"run {identity.run_id} holds no lease")
+    return identity.worker_id
+
+
+class RunService:
+    def __init__(
+        self, uow: UnitOfWorkFactory, *, lease_seconds: float, metrics: Metrics | None = None
+    ) -> None:
+        self._uow = uow
+        self._lease_seconds = lease_seconds
+        self._metrics = metrics or Metrics()
+
+    # -- claim, heartbeat, reconcile ----------------------------------------------------------
+
+    async def claim_next(self) -> ClaimedRun | None:
+        """Claim the oldest pending chat/resume run for a fresh worker token."""
+        async with self._uow() as uow:
+            row = await uow.runs.claim_next(lease_seconds=self._lease_seconds)
+            claimed = None if row is None else claimed_run(row)
+            await uow.commit()
+        return claimed
+
+    async def claim(self, run_id: str) -> ClaimedRun | None:
+        """Claim one specific pending run (tests, fast paths)."""
+        async with self._uow() as uow:
+            row = await uow.runs.claim(run_id, lease_seconds=self._lease_seconds)
+            claimed = None if row is None else claimed_run(row)
+            await uow.commit()
+        return claimed
+
+    async def heartbeat(self, identity: RunIdentity) -> Heartbeat:
+        """Renew the lease and read the cancel request, in one transaction."""
+        token = _lease_token(identity)
+        async with self._uow() as uow:
+            cancel = await uow.runs.renew_lease_and_read_cancel(
+                identity.run_id, token, lease_seconds=self._lease_seconds
+            )
+            await uow.commit()
+        return Heartbeat(alive=cancel is not None, cancel_requested=bool(cancel))
+
+    async def reconcile(self) -> list[ReconciledRun]:
+        """Fail runs whose lease expired, then SubAgent runs whose parent is over; one
+        ``run_status`` event each, carrying the code the row got."""
+        async with self._uow() as uow:
+            reconciled = [
+                ReconciledRun(run_id, LEASE_EXPIRED)
+                for run_id in await uow.runs.fail_expired_leases()
+            ]
+            reconciled += [
+                ReconciledRun(run_id, PARENT_RUN_ENDED)
+                for run_id in await uow.runs.fail_orphaned_subagents()
+            ]
+            for run in reconciled:
+                await uow.events.append(
+                    run.run_id,
+                    "run_status",
+                    {"status": "failed", "error": {"code": run.error_code}},
+                )
+            await uow.commit()
+        for run in reconciled:
+            self._metrics.reconciled(run.error_code)
+        return reconciled
+
+    # -- the lease-fenced record of a run ---------------------------------------------------------
+
+    @asynccontextmanager
+    async def _fenced(self, identity: RunIdentity) -> AsyncIterator[UnitOfWork]:
+        """A unit of work that holds the run's row ``FOR SHARE`` while its worker owns a live
+        lease (so the lease cannot change under the writes); commits when the block ends."""
+        token = _lease_token(identity)
+        async with self._uow() as uow:
+            if not await uow.runs.lock_live_lease(identity.run_id, token):
+                raise LeaseLost(identity.run_id)
+            yield uow
+            await uow.commit()
+
+    @asynccontextmanager
+    async def holding_lease(self, identity: RunIdentity) -> AsyncIterator[None]:
+        """Hold the run's row ``FOR SHARE`` for the block, while its worker owns a live lease.
+
+        For a side effect outside the database (an approved write of a workspace file): a worker
+        that lost its lease gets :class:`~yuxi.errors.UnauthorizedRun` and must not do it; while
+        the block runs, the lease can be neither renewed away nor reconciled.
+        """
+        try:
+            async with self._fenced(identity):
+                yield
+        except LeaseLost:
+            raise UnauthorizedRun(
+                "this run no longer holds its lease; nothing was written"
+            ) from None
+
+    @staticmethod
+    async def _thread(uow: UnitOfWork, identity: RunIdentity) -> Conversation:
+        conversation = await uow.conversations.get_owned(identity.uid, identity.thread_id)
+        if conversation is None:
+            raise LeaseLost(f"thread of run {identity.run_id} is gone")
+        return conversation
+
+    async def record_event(
+        self, identity: RunIdentity, event_type: str, data: dict[str, Any]
+    ) -> None:
+        token = _lease_token(identity)
+        async with self._uow() as uow:
+            seq = await uow.events.append_as_owner(identity.run_id, token, event_type, data)
+            if seq is None:
+                raise LeaseLost(identity.run_id)
+            await uow.commit()
+
+    async def record_tool_calls(
+        self, identity: RunIdentity, content: str, calls: Sequence[ProposedToolCall]
+    ) -> None:
+        """The model asked for tools: an assistant tool_call message, one ToolCall row and one
+        ``tool_start`` event each."""
+        async with self._fenced(identity) as uow:
+            message = await uow.conversations.add_message(
+                await self._thread(uow, identity),
+                role="assistant",
+                content=content,
+                message_type="tool_call",
+                run_id=identity.run_id,
+            )
+            for call in calls:
+                await uow.tool_calls.add(
+                    message.id,
+                    tool_call_id=call.tool_call_id,
+                    name=call.name,
+                    input=call.args or {},
+                )
+            for call in calls:
+                await uow.events.append(
+                    identity.run_id,
+                    "tool_start",
+                    {"tool_call_id": call.tool_call_id, "name": call.name, "args": call.args or {}},
+                )
+
+    async def record_tool_result(self, identity: RunIdentity, outcome: ToolOutcome) -> None:
+        """A tool message, its ToolCall row finished (even one proposed by an earlier run of the
+        thread, before an approval), and a ``tool_end`` event with the text cut to size."""
+        async with self._fenced(identity) as uow:
+            await uow.conversations.add_message(
+                await self._thread(uow, identity),
+                role="tool",
+                content=outcome.content,
+                message_type="tool_result",
+                run_id=identity.run_id,
+                metadata={"tool_call_id": outcome.tool_call_id, "name": outcome.name},
+            )
+            pk = await uow.tool_calls.find_in_thread(
+                identity.uid, identity.thread_id, outcome.tool_call_id
+            )
+            if pk is not None:
+                await uow.tool_calls.finish(
+                    pk,
+                    output=outcome.content,
+                    status=outcome.status,
+                    error=outcome.content if outcome.status == "error" else None,
+                )
+            shown, cut = truncate_utf8(outcome.content, EVENT_TEXT_BYTES)
+            await uow.events.append(
+                identity.run_id,
+                "tool_end",
+                {
+                    "tool_call_id": outcome.tool_call_id,
+                    "name": outcome.name,
+                    "status": outcome.status,
+                    "result": shown,
+                    "truncated": cut,
+                },
+            )
+
+    async def record_reply(self, identity: RunIdentity, content: str) -> None:
+        async with self._fenced(identity) as uow:
+            message = await uow.conversations.add_message(
+                await self._thread(uow, identity),
+                role="assistant",
+                content=content,
+                run_id=identity.run_id,
+            )
+            await uow.events.append(
+                identity.run_id,
+                "message",
+                {"message_id": message.id, "role": "assistant", "content": content},
+            )
+
+    async def record_memory_snapshot(self, identity: RunIdentity, sha256: str, size: int) -> None:
+        async with self._fenced(identity) as uow:
+            await uow.runs.record_memory_snapshot(identity.run_id, sha256=sha256, size=size)
+            await uow.events.append(
+                identity.run_id, "memory_snapshot", {"sha256": sha256, "size": size}
+            )
+
+    async def finish(
+        self,
+        identity: RunIdentity,
+        status: str,
+        *,
+        output: dict[str, Any] | None = None,
+        error_code: str | None = None,
+        error_message: str | None = None,
+    ) -> None:
+        """Record the final status event and finish — atomically, and only as the owner."""
+        token = _lease_token(identity)
+        data: dict[str, Any] = {"status": status}
+        if error_code:
+            data["error"] = {"code": error_code, "message": error_message}
+        async with self._uow() as uow:
+            if await uow.events.append_as_owner(identity.run_id, token, "run_status", data) is None:
+                raise LeaseLost(identity.run_id)
+            finished = await uow.runs.finish(
+                identity.run_id,
+                token,
+                status=status,
+                output=output,
+                error_code=error_code,
+                error_message=error_message,
+            )
+            if not finished:
+                raise LeaseLost(identity.run_id)
+            if status in ("cancelled", "failed"):
+                # Calls this run proposed but never answered end with it (an interrupted run's
+                # calls stay open: its resume answers them).
+                await uow.tool_calls.close_pending(
+                    identity.uid, identity.thread_id, not_completed(status, error_code)
+                )
+            await uow.commit()
+
+    async def close_open_tool_calls(self, identity: RunIdentity) -> str | None:
+        """At the start of a chat run: close the thread's tool calls an earlier run left open
+        (cancelled, failed, lease lost, crashed) and say how that run ended (None: no run did)."""
+        async with self._fenced(identity) as uow:
+            previous = await uow.runs.previous_top_level_run(identity.thread_id, identity.run_id)
+            if previous is None:
+                return None
+            why = not_completed(previous.status, previous.error_code)
+            await uow.tool_calls.close_pending(identity.uid, identity.thread_id, why)
+            return why
+
+    # -- resume and SubAgents -----------------------------------------------------------------
+
+    async def interrupted_action_requests(self, claimed: ClaimedRun) -> list[Any]:
+        """The action requests of the interrupted run a ``resume`` run answers (none if it is
+        not a resume or the interrupt carried none)."""
+        if claimed.created_by_run_id is None:
+            return []
+        async with self._uow() as uow:
+            parent = await uow.runs.get_owned(claimed.identity.uid, claimed.created_by_run_id)
+            output = dict(parent.output or {}) if parent is not None else {}
+        interrupt = output.get("interrupt") or {}
+        requests = interrupt.get("action_requests") if isinstance(interrupt, dict) else None
+        return list(requests or [])
+
+    async def start_subagent(self, parent: RunIdentity, task: str) -> RunIdentity:
+        """Persist a SubAgent's child thread (linked to the parent's, so history never shows
+        it), its ``subagent`` run and the task message, while the parent's lease is live.
+
+        The child identity has ``worker_id=None``: no SubAgent can pass a lease check.
+        """
+        async with self._fenced(parent) as uow:
+            parent_thread = await self._thread(uow, parent)
+            child = await uow.conversations.create_conversation(
+                parent.uid, title=f"SubAgent: {task[:60]}"
+            )
+            await uow.conversations.link_subagent_thread(parent_thread, child, parent.run_id)
+            run, _ = await uow.runs.create_run(
+                uid=parent.uid,
+                thread_id=child.thread_id,
+                request_id=f"subagent:{parent.run_id}:{uuid.uuid4().hex}",
+                run_type="subagent",
+                status="running",
+                input_payload={"task": task},
+                created_by_run_id=parent.run_id,
+            )
+            await uow.conversations.add_message(child, role="user", content=task, run_id=run.id)
+            child_identity = RunIdentity(
+                uid=parent.uid,
+                thread_id=child.thread_id,
+                run_id=run.id,
+                request_id=run.request_id,
+                worker_id=None,
+            )
+        return child_identity
+
+    async def finish_subagent(self, child: RunIdentity, status: str, reply: str) -> bool:
+        """Settle the SubAgent's run and put its answer in its thread. False (and nothing
+        written) when the run was already settled — e.g. failed by reconciliation because the
+        parent ended first."""
+        async with self._uow() as uow:
+            settled = await uow.runs.finish_subagent(
+                child.run_id, status=status, output={"reply": reply}
+            )
+            thread = await uow.conversations.get_owned(child.uid, child.thread_id)
+            if not settled or thread is None:
+                return False
+            await uow.conversations.add_message(
+                thread, role="assistant", content=reply, run_id=child.run_id
+            )
+            await uow.commit()
+        return True
