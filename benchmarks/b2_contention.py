@@ -165,7 +165,7 @@ async def _one_run(
         uids = [one_uid] if scope == "one_uid" else distinct_uids[:level]
         for uid in uids:
             ws = c.workspace(uid)
-            await ws.replace_authorized_file(MEMORY_PATH, b"")
+            await ws.replace_file(MEMORY_PATH, b"")
         idents = one_runs[:level] if scope == "one_uid" else distinct_runs[:level]
         await restore_memory_quota(c, idents)
         writers = [

@@ -44,7 +44,7 @@ async def run_b3(env: BenchEnv, *, rounds: int, warmup: int) -> dict[str, Any]:
     off_uid = await make_user(c, memory=False, name="b3-off")
     ws = c.workspace(full_uid)
     content = realistic_memory(MEMORY_BYTES, seed=3).encode("utf-8")
-    await ws.replace_authorized_file(MEMORY_PATH, content)
+    await ws.replace_file(MEMORY_PATH, content)
     full_path = ws.directory / MEMORY_PATH
     sizes: dict[str, int] = {}
     query = text("SELECT enable_memory FROM user_config WHERE uid = :uid")

@@ -79,7 +79,7 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
     uid = await asyncio.to_thread(load)
     workspace: Workspace = c.workspace(uid)
     await workspace.ensure_user_workspace()
-    await workspace.replace_authorized_file(MEMORY_PATH, memory_text)
+    await workspace.replace_file(MEMORY_PATH, memory_text)
     ident = await make_claimed_run(c, uid)
     ctx = RunIdentity(ident.uid, ident.thread_id, ident.run_id, ident.request_id, ident.worker_id)
     agent_input = await build_agent_input_context(

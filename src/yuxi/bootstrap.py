@@ -28,7 +28,7 @@ from yuxi.services.chat.service import ChatService
 from yuxi.services.health_service import HealthService
 from yuxi.services.lookback.service import LookbackService
 from yuxi.services.memory.service import MemoryService
-from yuxi.services.memory.version_service import MemoryHistoryService
+from yuxi.services.memory.version_service import MemoryVersionService
 from yuxi.services.runs.service import RunService
 from yuxi.services.service_set import Services
 from yuxi.services.unit_of_work import UnitOfWorkFactory, unit_of_work_factory
@@ -117,7 +117,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     services = Services(
         chat=ChatService(uow),
         memory=memory,
-        memory_history=MemoryHistoryService(uow, workspaces),
+        memory_versions=MemoryVersionService(uow, workspaces),
         lookback=LookbackService(uow, metrics=metrics),
         users=UserService(uow, workspaces),
         files=WorkspaceFileService(workspaces, memory, runs),

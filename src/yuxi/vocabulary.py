@@ -55,7 +55,19 @@ TOOL_CALL_STATUSES: Final = ("pending", "success", "error")
 #: ``system`` for a change found on disk that no version recorded (a crash between publish and
 #: record, an edit outside Yuxi, memory that predates versions), recorded on the next write.
 MEMORY_VERSION_ACTORS: Final = ("agent", "user", "system")
-MEMORY_VERSION_KINDS: Final = ("add", "replace", "edit", "delete", "restore", "undo", "recovered")
+#: What a change was. ``forget``: the entries a deleted thread wrote, removed with it (the
+#: version names the thread); ``import``: a file the user brought in (untrusted input).
+MEMORY_VERSION_KINDS: Final = (
+    "add",
+    "replace",
+    "edit",
+    "delete",
+    "restore",
+    "undo",
+    "recovered",
+    "forget",
+    "import",
+)
 
 # -- memory lint (deterministic findings shown to the owner, never to the model) ---------------
 MEMORY_LINT_CODES: Final = (

@@ -121,7 +121,7 @@ async def test_agent_call_is_idempotent_and_leaves_one_thread(container: Contain
     with pytest.raises(InvalidArgument):
         await chat.submit_agent_call(uid, "   ")
     async with container.uow() as uow:
-        threads = await uow.conversations.list_conversations(uid, sources=("agent_call",))
+        threads = await uow.threads.list_conversations(uid, sources=("agent_call",))
     assert [t.thread_id for t in threads] == [first.conversation_thread_id]
 
 

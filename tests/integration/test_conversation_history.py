@@ -29,9 +29,9 @@ from yuxi.limits import (
     TOOLS_MAX_ITEMS,
     TOOLS_TOTAL_BYTES,
 )
-from yuxi.repositories.conversation_repository import NOT_VISIBLE, ConversationRepository
 from yuxi.repositories.lookback import LookbackRepository
 from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
+from yuxi.repositories.thread_repository import NOT_VISIBLE, ThreadRepository
 from yuxi.services.lookback import fit_search, read_response, search_response
 from yuxi.utils.json_utils import compact_json
 from yuxi.utils.prompt_framing import LT_ESCAPE, find_markup
@@ -109,7 +109,7 @@ async def test_no_hidden_place_leaks(container: Container) -> None:
     m["run_id"] = f"MARK-{tag}{uuid.uuid4().hex[:23]}"  # run_id is String(36)
     visible_word = mark("VIS")
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         main = await repo.create_conversation(
             alice, title="main thread", metadata={"x": m["conv_metadata"]}
         )
@@ -252,7 +252,7 @@ async def test_hidden_message_cannot_be_an_anchor(container: Container) -> None:
     conv, ids = await new_thread(container, alice, ["one", "two"])
     other, other_ids = await new_thread(container, alice, ["elsewhere"])
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         tool_msg = await repo.add_message(conv, role="tool", content=mark())
         typed = await repo.add_message(
             conv, role="assistant", content=mark(), message_type="tool_call"
@@ -276,7 +276,7 @@ async def test_visibility_applies_before_limit(container: Container) -> None:
     word = mark("LIMIT")
     conv, (visible_id,) = await new_thread(container, alice, [f"old visible {word}"])
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         archived = await repo.create_conversation(alice)
         agent = await repo.create_conversation(alice, source="agent_call")
         bobs = await repo.create_conversation(bob)
@@ -423,7 +423,7 @@ async def test_read_trims_farthest_from_anchor_first(container: Container) -> No
 async def test_tool_call_budgets(container: Container) -> None:
     alice = await seed_user(container)
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         conv = await repo.create_conversation(alice)
         await repo.add_message(conv, role="user", content="please run tools")
         calls = []
@@ -463,7 +463,7 @@ async def test_tool_call_budgets(container: Container) -> None:
 
     # All ten fit when they are small; the input is compact JSON text, untouched.
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         small = await repo.create_conversation(alice)
         msg = await repo.add_message(small, role="assistant", content="", message_type="tool_call")
         for i in range(11):
@@ -602,7 +602,7 @@ async def test_anchor_window_keeps_anchor(container: Container) -> None:
 async def test_tool_calls_table_not_queried_unless_asked(container: Container) -> None:
     alice = await seed_user(container)
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         conv = await repo.create_conversation(alice)
         msg = await repo.add_message(conv, role="assistant", content="tool time")
         await ToolCallRepository(s).add(msg.id, tool_call_id="c1", name="t", input={"a": 1})
@@ -663,7 +663,7 @@ async def test_history_output_is_framed_like_memory(container: Container) -> Non
     ]
     conv, _ = await new_thread(container, alice, contents, title=" ".join(FRAME_ATTACKS))
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         msg = await repo.add_message(conv, role="assistant", content="", message_type="tool_call")
         await ToolCallRepository(s).add(
             msg.id,
@@ -704,7 +704,7 @@ async def test_conversation_crud(container: Container) -> None:
     alice = await seed_user(container)
     bob = await seed_user(container)
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         a = await repo.create_conversation(alice, title="a", thread_id="thread-a")
         b = await repo.create_conversation(alice, title="b")
         agent = await repo.create_conversation(alice, source="agent_call")
@@ -713,7 +713,7 @@ async def test_conversation_crud(container: Container) -> None:
         assert len(b.thread_id) == 32
         before = a.updated_at
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         loaded = await repo.get_owned(alice, "thread-a")
         assert loaded is not None
         msg = await repo.add_message(loaded, role="user", content="hi", run_id=None)
@@ -721,7 +721,7 @@ async def test_conversation_crud(container: Container) -> None:
         assert loaded.updated_at > before
         assert await repo.get_owned(bob, "thread-a") is None
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         listed = await repo.list_conversations(alice)
         assert [c.thread_id for c in listed] == ["thread-a", b.thread_id]
         await repo.set_status(alice, b.thread_id, "archived")

@@ -30,7 +30,7 @@ async def test_an_evaluation_run_may_not_change_memory(
         assert [(e["name"], e["status"]) for e in ends] == [("remember_memory", "error")]
         assert json.loads(ends[0]["result"])["code"] == "memory_read_only"
     assert sha256_of(memory_file(container, uid)) == before
-    assert (await container.services.memory_history.list_versions(uid)).versions == []
+    assert (await container.services.memory_versions.list_versions(uid)).versions == []
     # It still sees memory (the recall path reads it).
     run, _ = await _one_shot(container, worker, uid, "agent_evaluation", "what do you remember?")
     assert "我喝乌龙茶" in run.output["reply"]

@@ -27,15 +27,15 @@ async def test_history_calls_plan_with_parameters_for_their_transaction_only(
     thread_id = await make_thread(container, uid)
     uow_factory = unit_of_work_factory(container.session_factory)
     async with uow_factory() as uow:
-        session = uow.conversations.session
+        session = uow.threads.session
         assert await _plan_cache_mode(session) == "auto"
         await uow.lookback.search_messages(uid, "deploy", 5)
         assert await _plan_cache_mode(session) == "force_custom_plan"
     async with uow_factory() as uow:
-        assert await _plan_cache_mode(uow.conversations.session) == "auto"
+        assert await _plan_cache_mode(uow.threads.session) == "auto"
         await uow.lookback.read_messages(
             uid, thread_id, message_id=None, limit=5, include_tools=False
         )
-        assert await _plan_cache_mode(uow.conversations.session) == "force_custom_plan"
+        assert await _plan_cache_mode(uow.threads.session) == "force_custom_plan"
     async with uow_factory() as uow:  # the same pooled connection, a new transaction
-        assert await _plan_cache_mode(uow.conversations.session) == "auto"
+        assert await _plan_cache_mode(uow.threads.session) == "auto"

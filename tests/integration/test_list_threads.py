@@ -28,8 +28,8 @@ from yuxi.limits import (
     LIST_THREADS_RESPONSE_BYTES,
     TITLE_BYTES,
 )
-from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.lookback import statements
+from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.runtime.worker import Worker
 from yuxi.services.lookback import iso_utc
 from yuxi.utils.json_utils import compact_json
@@ -58,7 +58,7 @@ async def new_thread(
 ) -> Conversation:
     """A thread whose messages carry the given times; ``updated_at`` = its newest message."""
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         conv = await repo.create_conversation(uid, title=title, source=source)
         for role, content, at, *kind in messages:
             msg = await repo.add_message(
@@ -166,7 +166,7 @@ async def test_no_hidden_place_leaks_or_counts(container: Container) -> None:
     for status in ("archived", "deleted"):
         conv = await new_thread(container, alice, chat(m[status], later), title=m[status])
         async with tx(container) as s:
-            await ConversationRepository(s).set_status(alice, conv.thread_id, status)
+            await ThreadRepository(s).set_status(alice, conv.thread_id, status)
     child = await new_thread(
         container, alice, chat(m["subagent_child"], later), title=m["subagent_child"]
     )
@@ -180,7 +180,7 @@ async def test_no_hidden_place_leaks_or_counts(container: Container) -> None:
         title=m["only_hidden"],
     )
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         await repo.link_subagent_thread(main, child, None)
         await s.execute(
             update(Conversation).where(Conversation.id == excluded.id).values(recall_excluded=True)
@@ -257,7 +257,7 @@ async def test_newest_last_visible_message_first_ties_newest_thread_first(
     # Archived and restored today: updated_at is now, its last message stays the oldest.
     touched = await new_thread(container, uid, chat("touched", T0 - timedelta(days=1)))
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         await repo.set_status(uid, touched.thread_id, "archived")
         await repo.set_status(uid, touched.thread_id, "active")
 
@@ -588,7 +588,7 @@ async def test_statement_probes_only_the_threads_near_the_top(
     """With many threads, the messages are probed for about ``limit + 1`` threads, not all."""
     uid = await make_user(container)
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         for i in range(300):
             conv = await repo.create_conversation(uid, title=f"t{i}")
             for role in ("user", "assistant"):

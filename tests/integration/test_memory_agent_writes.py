@@ -44,7 +44,7 @@ async def _agent_write(
 
 
 async def _versions(container: Container, uid: str) -> int:
-    return len((await container.services.memory_history.list_versions(uid)).versions)
+    return len((await container.services.memory_versions.list_versions(uid)).versions)
 
 
 async def test_a_write_landing_after_memory_was_turned_off_is_refused(
@@ -93,7 +93,7 @@ async def test_a_live_run_writes_and_if_match_guards_the_edit(container: Contain
     stale = await _agent_write(container, run, b"stale\n", if_match='"not-the-etag"')
     assert stale["code"] == "precondition_failed"
     assert memory_file(container, uid).read_text() == "agent text\n"
-    (version,) = (await container.services.memory_history.list_versions(uid)).versions
+    (version,) = (await container.services.memory_versions.list_versions(uid)).versions
     assert (version.actor, version.kind, version.run_id) == ("agent", "edit", run.run_id)
     assert (version.message_id, version.tool_call_id) == (asked, "call-w")
 

@@ -136,7 +136,7 @@ async def test_switch_off_is_none_without_opening_the_file(
     async def forbidden(*args: object, **kwargs: object) -> object:
         raise AssertionError("MEMORY.md was opened while memory is off")
 
-    monkeypatch.setattr(Workspace, "read_authorized_file_prefix", forbidden)
+    monkeypatch.setattr(Workspace, "read_file_prefix", forbidden)
     monkeypatch.setattr(Workspace, "read_file", forbidden)
     assert await backend.memory.load_memory_snapshot(backend.uid) is None
 

@@ -22,7 +22,7 @@ async def test_switch_off_returns_none_and_never_opens_the_file(
     async def forbidden(*args: object, **kwargs: object) -> object:
         raise AssertionError("MEMORY.md was opened while memory is off")
 
-    monkeypatch.setattr(Workspace, "read_authorized_file_prefix", forbidden)
+    monkeypatch.setattr(Workspace, "read_file_prefix", forbidden)
     monkeypatch.setattr(Workspace, "read_file", forbidden)
     assert await container.services.memory.load_memory_prompt(uid) is None
     assert await container.services.memory.load_memory_snapshot(uid) is None

@@ -33,7 +33,7 @@ def _temps(path: Path) -> list[str]:
 async def _state(container: Container, run: RunIdentity) -> tuple[Any, ...]:
     """What a failed write must leave as it was: file hash, versions, the run's quota."""
     path = memory_file(container, run.uid)
-    versions = (await container.services.memory_history.list_versions(run.uid)).versions
+    versions = (await container.services.memory_versions.list_versions(run.uid)).versions
     async with container.session_factory() as session:
         quota = (
             await session.execute(
@@ -65,7 +65,7 @@ async def test_a_write_publishes_its_recorded_version(container: Container) -> N
     assert result["status"] == "updated", result
     path = memory_file(container, uid)
     assert path.read_text() == "published 已发布\n"
-    (newest, *_) = (await container.services.memory_history.list_versions(uid)).versions
+    (newest, *_) = (await container.services.memory_versions.list_versions(uid)).versions
     assert newest.version_id == result["version_id"] and newest.sha256 == sha256_of(path)
     assert _temps(path) == []
 
@@ -75,7 +75,7 @@ async def test_a_failed_record_replaces_nothing(
 ) -> None:
     run, path, before = await _kept(container, "kept 保留")
     replaced: list[bytes] = []
-    real_replace = Workspace.replace_authorized_file_sync
+    real_replace = Workspace.replace_file_sync
 
     def replace(self: Workspace, name: str, data: bytes) -> None:
         replaced.append(data)
@@ -84,7 +84,7 @@ async def test_a_failed_record_replaces_nothing(
     async def failing_record(self: MemoryVersionRepository, *args: Any, **kwargs: Any) -> Any:
         raise OperationalError("record", {}, Exception("connection lost"))
 
-    monkeypatch.setattr(Workspace, "replace_authorized_file_sync", replace)
+    monkeypatch.setattr(Workspace, "replace_file_sync", replace)
     monkeypatch.setattr(MemoryVersionRepository, "record", failing_record)
     result = await remember(container, run, "never published 不发布")
     monkeypatch.undo()
@@ -168,7 +168,7 @@ async def test_a_writer_cancelled_during_the_replacement_waits_for_it(
     run, path, _ = await _kept(container, "kept")
     entered, go = threading.Event(), threading.Event()
     order: list[str] = []
-    real_replace = Workspace.replace_authorized_file_sync
+    real_replace = Workspace.replace_file_sync
     real_flock = fcntl.flock
 
     def blocked_replace(self: Workspace, name: str, data: bytes) -> None:
@@ -182,7 +182,7 @@ async def test_a_writer_cancelled_during_the_replacement_waits_for_it(
             order.append("unlocked")
         real_flock(fd, operation)
 
-    monkeypatch.setattr(Workspace, "replace_authorized_file_sync", blocked_replace)
+    monkeypatch.setattr(Workspace, "replace_file_sync", blocked_replace)
     monkeypatch.setattr(fcntl, "flock", flock)
     write = asyncio.ensure_future(remember(container, run, "cancelled mid-replace"))
     await asyncio.wait_for(asyncio.to_thread(entered.wait, 10), 15)
@@ -199,7 +199,7 @@ async def test_a_writer_cancelled_during_the_replacement_waits_for_it(
     after = await remember(container, run, "after")
     assert after["status"] == "updated", after
     newest, recovered, *_ = (
-        await container.services.memory_history.list_versions(run.uid)
+        await container.services.memory_versions.list_versions(run.uid)
     ).versions
     assert newest.version_id == after["version_id"]
     assert (recovered.actor, recovered.kind) == ("system", "recovered")

@@ -31,7 +31,7 @@ async def _used(container: Container, run_id: str) -> tuple[int, int]:
 
 
 async def _version_count(container: Container, uid: str) -> int:
-    return len((await container.services.memory_history.list_versions(uid)).versions)
+    return len((await container.services.memory_versions.list_versions(uid)).versions)
 
 
 def test_defaults_are_five_writes_and_8_kib(monkeypatch: pytest.MonkeyPatch) -> None:

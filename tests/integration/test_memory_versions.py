@@ -24,7 +24,7 @@ from yuxi import limits
 from yuxi.bootstrap import Container
 from yuxi.db.models import Message
 from yuxi.errors import MemoryConflict, PreconditionFailed
-from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.runtime.worker import Worker
 from yuxi.services.memory.views import MemoryVersionView
 from yuxi.services.unit_of_work import UnitOfWork
@@ -35,7 +35,7 @@ EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 
 async def _chain(container: Container, uid: str) -> list[MemoryVersionView]:
     """The user's retained versions, oldest first."""
-    listed = await container.services.memory_history.list_versions(uid)
+    listed = await container.services.memory_versions.list_versions(uid)
     return list(reversed(listed.versions))
 
 
@@ -51,7 +51,7 @@ async def _assert_one_chain(container: Container, uid: str, *, first_ever: bool 
 
 
 async def _content(container: Container, uid: str, version_id: str) -> str:
-    return (await container.services.memory_history.get_version(uid, version_id)).content
+    return (await container.services.memory_versions.get_version(uid, version_id)).content
 
 
 # -- a version for every writer, with its provenance ---------------------------------------------
@@ -64,7 +64,7 @@ async def test_tool_add_and_replace_record_agent_versions(container: Container) 
     added = await memory.remember_memory(run, "I drink oolong tea", tool_call_id="call-add-1")
     # A newer user message in the same thread is the one that asked for the next write.
     async with container.session_factory() as s, s.begin():
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         conversation = await repo.get_owned(uid, run.thread_id)
         assert conversation is not None
         newer: Message = await repo.add_message(conversation, role="user", content="no, pu-erh")
@@ -289,7 +289,7 @@ async def test_a_change_whose_parent_is_no_longer_kept_cannot_be_undone(
     await container.services.memory.write_memory_file(uid, b"after\n")
     (only,) = await _chain(container, uid)
     with pytest.raises(MemoryConflict, match="no longer kept"):
-        await container.services.memory_history.undo(uid, only.version_id)
+        await container.services.memory_versions.undo(uid, only.version_id)
     assert memory_file(container, uid).read_text() == "after\n"
 
 

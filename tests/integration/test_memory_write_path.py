@@ -84,7 +84,7 @@ async def test_a_gap_is_repaired_then_recorded(container: Container) -> None:
     assert result["quota_remaining"]["writes"] == 3
     # gate, record (refused: a gap), newest, insert (returning its id and created_at), record
     assert len(seen["statements"]) == 5, seen["statements"]
-    listed = (await container.services.memory_history.list_versions(uid)).versions
+    listed = (await container.services.memory_versions.list_versions(uid)).versions
     newest, recovered = listed[0], listed[1]
     assert (recovered.actor, recovered.kind) == ("system", "recovered")
     assert recovered.sha256 == hashlib.sha256(b"edited outside\n").hexdigest()
@@ -102,7 +102,7 @@ async def test_retention_counts_a_recovered_version_like_any_other(
         await memory.write_memory_file(uid, f"state {n}\n".encode())
     memory_file(container, uid).write_text("outside\n")
     await memory.write_memory_file(uid, b"after\n")
-    listed = (await container.services.memory_history.list_versions(uid)).versions
+    listed = (await container.services.memory_versions.list_versions(uid)).versions
     assert [(v.kind, v.size) for v in listed] == [("edit", 6), ("recovered", 8)]
 
 
@@ -116,7 +116,7 @@ async def test_a_new_version_over_the_byte_budget_drops_the_recovered_one_too(
     memory_file(container, uid).write_text("outside\n")
     big = ("记" * 50 + "\n").encode()  # 151 bytes: over the budget alone
     await memory.write_memory_file(uid, big)
-    listed = (await container.services.memory_history.list_versions(uid)).versions
+    listed = (await container.services.memory_versions.list_versions(uid)).versions
     assert [(v.kind, v.size) for v in listed] == [("edit", 151)]
 
 

@@ -24,8 +24,8 @@ from yuxi.bootstrap import Container
 from yuxi.db.models import Message
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import SEARCH_MAX_TERMS
-from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.lookback import K1, B, LookbackRepository
+from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.services.lookback import search_response
 
 pytestmark = pytest.mark.pg
@@ -178,7 +178,7 @@ async def test_a_new_message_is_searchable_in_the_transaction_that_wrote_it(
     alice = await seed_user(container)
     word = f"fresh{uuid.uuid4().hex[:8]}"
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         conv = await repo.create_conversation(alice)
         message = await repo.add_message(conv, role="user", content=f"a {word} one")
         found = search_response(await LookbackRepository(s).search_messages(alice, word, 5))
@@ -355,7 +355,7 @@ async def test_the_index_holds_exactly_the_visible_types_and_its_totals_stay_exa
 ) -> None:
     alice = await seed_user(container)
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         conv = await repo.create_conversation(alice)
         kept = [
             await repo.add_message(conv, role=r, content="alpha beta")

@@ -61,13 +61,13 @@ async def test_remember_then_recall_in_a_new_thread_then_switch_off(
     await set_memory(container, uid, False)
     before = sha256_of(memory_file(container, uid))
     opened: list[str] = []
-    real_prefix = Workspace.read_authorized_file_prefix
+    real_prefix = Workspace.read_file_prefix
 
     async def spy(self: Workspace, path: str, max_bytes: int):  # type: ignore[no-untyped-def]
         opened.append(path)
         return await real_prefix(self, path, max_bytes)
 
-    monkeypatch.setattr(Workspace, "read_authorized_file_prefix", spy)
+    monkeypatch.setattr(Workspace, "read_file_prefix", spy)
     thread_c = (await chat.create_thread(uid)).thread_id
     run_c, events_c = await _run(container, worker, uid, thread_c, "remember: poison")
     assert run_c.status == "completed"

@@ -11,8 +11,8 @@ import httpx
 from tests.support.server import LiveServer, create_user_with_token
 from tests.support.sse import read_events
 from yuxi.bootstrap import Container
-from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
+from yuxi.repositories.thread_repository import ThreadRepository
 
 
 async def _say(client: httpx.AsyncClient, thread: str, text: str) -> dict[str, Any]:
@@ -81,7 +81,7 @@ async def test_thread_view_has_tool_calls_and_stays_private(
 
         # a long stored output is cut to 4096 UTF-8 bytes and says so
         async with container.session_factory() as s, s.begin():
-            repo = ConversationRepository(s)
+            repo = ThreadRepository(s)
             conversation = await repo.get_owned(uid_a, thread)
             assert conversation is not None
             message = await repo.add_message(

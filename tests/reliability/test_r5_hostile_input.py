@@ -39,7 +39,7 @@ from tests.support.factories import as_kwargs, make_run, tool_payload
 from tests.support.server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
-from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.repositories.user_repository import UserRepository
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
@@ -193,7 +193,7 @@ async def _setup_users(container: Container, outside: Path) -> dict[str, Any]:
 
     # History: plain text plus wildcard-looking characters, and a foreign thread of user B.
     async with container.session_factory() as s, s.begin():
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         mine = await repo.create_conversation(uid_a, title="r5 wildcards")
         for text in ("I am 100% sure", "snake_case_name", "a back\\slash here", "plain words"):
             await repo.add_message(mine, role="user", content=text)

@@ -89,21 +89,21 @@ class SpyWorkspace(Workspace):
         if self.forbid_memory_reads and path.strip("/") == MEMORY_PATH:
             raise MemoryFileRead(f"MEMORY.md must not be read here (path {path!r})")
 
-    def read_authorized_file_prefix_sync(self, path: str, max_bytes: int) -> tuple[bytes, bool]:
+    def read_file_prefix_sync(self, path: str, max_bytes: int) -> tuple[bytes, bool]:
         self._record_read(path)
-        return super().read_authorized_file_prefix_sync(path, max_bytes)
+        return super().read_file_prefix_sync(path, max_bytes)
 
     def read_file_sync(self, path: str, max_bytes: int) -> bytes:
         self._record_read(path)
         return super().read_file_sync(path, max_bytes)
 
-    def replace_authorized_file_sync(self, path: str, data: bytes) -> None:
+    def replace_file_sync(self, path: str, data: bytes) -> None:
         self.writes.append(path)
-        super().replace_authorized_file_sync(path, data)
+        super().replace_file_sync(path, data)
 
     # test conveniences (synchronous, bypass the spy)
     def put(self, path: str, text: str) -> None:
-        Workspace.replace_authorized_file_sync(self, path, text.encode("utf-8"))
+        Workspace.replace_file_sync(self, path, text.encode("utf-8"))
 
     def get(self, path: str) -> str | None:
         try:
@@ -150,7 +150,7 @@ class FakeMemory:
         if not self.enabled:
             return None  # like the real service: switch off → MEMORY.md is not opened
         try:
-            data, truncated = await self.workspace.read_authorized_file_prefix(
+            data, truncated = await self.workspace.read_file_prefix(
                 MEMORY_PATH, MEMORY_PROMPT_MAX_BYTES
             )
         except WorkspaceFileNotFound:
@@ -193,7 +193,7 @@ class FakeMemory:
         if not self.enabled:
             raise MemoryDisabled("memory is turned off for this user")
         try:
-            data, truncated = await self.workspace.read_authorized_file_prefix(
+            data, truncated = await self.workspace.read_file_prefix(
                 MEMORY_PATH, MEMORY_FILE_MAX_BYTES
             )
         except WorkspaceFileNotFound:
@@ -216,7 +216,7 @@ class FakeMemory:
         added = len(text.strip().encode("utf-8"))
         if writes + 1 > MEMORY_WRITES_PER_RUN or used + added > MEMORY_BYTES_PER_RUN:
             raise MemoryQuotaExceeded("this run has used its memory write quota")
-        await self.workspace.replace_authorized_file(MEMORY_PATH, out)
+        await self.workspace.replace_file(MEMORY_PATH, out)
         self.quota_used[identity.run_id] = (writes + 1, used + added)
         return MemoryWriteResult(
             "updated",
@@ -335,7 +335,7 @@ class FakeMemory:
             current = b""
         if not if_match_allows(if_match, etag_for(current)):
             raise PreconditionFailed("MEMORY.md changed since it was read")
-        await self.workspace.replace_authorized_file(MEMORY_PATH, data)
+        await self.workspace.replace_file(MEMORY_PATH, data)
         return etag_for(data)
 
 

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation, User, UserConfig
-from yuxi.repositories.conversation_repository import ConversationRepository
+from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.utils.json_utils import compact_json
 
 __all__ = ["new_thread", "seed_user", "size", "text_size", "tx"]
@@ -57,7 +57,7 @@ async def new_thread(
     """A thread of ``uid`` with ``contents`` as alternating user/assistant messages (then
     ``status`` set); the thread and the message ids."""
     async with tx(container) as s:
-        repo = ConversationRepository(s)
+        repo = ThreadRepository(s)
         conv = await repo.create_conversation(uid, title=title, source=source)
         ids = []
         for i, content in enumerate(contents):

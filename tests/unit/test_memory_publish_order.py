@@ -87,7 +87,7 @@ async def test_a_cancelled_writer_returns_only_once_the_file_is_replaced(
 ) -> None:
     entered, go = threading.Event(), threading.Event()
     order: list[str] = []
-    real_replace = Workspace.replace_authorized_file_sync
+    real_replace = Workspace.replace_file_sync
 
     def blocked_replace(self: Workspace, name: str, data: bytes) -> None:
         entered.set()
@@ -101,7 +101,7 @@ async def test_a_cancelled_writer_returns_only_once_the_file_is_replaced(
         finally:
             order.append("writer left")
 
-    monkeypatch.setattr(Workspace, "replace_authorized_file_sync", blocked_replace)
+    monkeypatch.setattr(Workspace, "replace_file_sync", blocked_replace)
     task = asyncio.ensure_future(writer())
     await asyncio.wait_for(asyncio.to_thread(entered.wait, 10), 15)
     task.cancel()

@@ -63,7 +63,7 @@ def ws(tmp_path: Path) -> Workspace:
 @pytest.fixture
 def memory(ws: Workspace) -> Path:
     """MEMORY.md holding OLD."""
-    ws.replace_authorized_file_sync(MEMORY_PATH, OLD)
+    ws.replace_file_sync(MEMORY_PATH, OLD)
     return ws.directory / MEMORY_PATH
 
 
@@ -214,11 +214,11 @@ async def test_dot_dot_absolute_backslash_nul_empty_and_overlong_paths_are_refus
 ) -> None:
     before = sorted(str(p) for p in tmp_path.rglob("*"))
     with pytest.raises(UnsafePath):
-        await ws.replace_authorized_file(path, b"x")
+        await ws.replace_file(path, b"x")
     with pytest.raises(UnsafePath):
         await ws.read_file(path, 100)
     with pytest.raises(UnsafePath):
-        await ws.read_authorized_file_prefix(path, 100)
+        await ws.read_file_prefix(path, 100)
     with pytest.raises(UnsafePath):
         await ws.delete_file(path)
     with pytest.raises(UnsafePath):
@@ -260,7 +260,7 @@ async def test_symlinked_target_is_refused(ws: Workspace, outside: Path) -> None
     target.unlink()
     target.symlink_to(outside)
     with pytest.raises(SymlinkRefused):
-        await ws.replace_authorized_file(MEMORY_PATH, b"pwned")
+        await ws.replace_file(MEMORY_PATH, b"pwned")
     assert outside.read_bytes() == b"do not touch"
     assert target.is_symlink()
     assert temp_files(ws.directory / "agents") == []
@@ -273,7 +273,7 @@ async def test_symlinked_target_is_not_disclosed(ws: Workspace, outside: Path) -
     with pytest.raises(SymlinkRefused):
         await ws.read_file(MEMORY_PATH, 1000)
     with pytest.raises(SymlinkRefused):
-        await ws.read_authorized_file_prefix(MEMORY_PATH, 1000)
+        await ws.read_file_prefix(MEMORY_PATH, 1000)
     with pytest.raises(SymlinkRefused):
         await ws.stat_file(MEMORY_PATH)
 
@@ -284,7 +284,7 @@ async def test_dangling_symlink_target_is_refused(ws: Workspace, tmp_path: Path)
     target.unlink()
     target.symlink_to(planted)
     with pytest.raises(SymlinkRefused):
-        await ws.replace_authorized_file(MEMORY_PATH, b"pwned")
+        await ws.replace_file(MEMORY_PATH, b"pwned")
     assert not planted.exists()
 
 
@@ -295,7 +295,7 @@ async def test_symlinked_agents_dir_is_refused(ws: Workspace, tmp_path: Path) ->
     shutil.rmtree(ws.directory / "agents")
     (ws.directory / "agents").symlink_to(elsewhere)
     with pytest.raises(SymlinkRefused):
-        await ws.replace_authorized_file(MEMORY_PATH, b"pwned")
+        await ws.replace_file(MEMORY_PATH, b"pwned")
     with pytest.raises(SymlinkRefused):
         await ws.read_file(MEMORY_PATH, 1000)
     assert sorted(p.name for p in elsewhere.iterdir()) == ["MEMORY.md"]
@@ -310,7 +310,7 @@ async def test_symlinked_workspace_dir_is_refused(tmp_path: Path) -> None:
     (elsewhere / "agents").mkdir(parents=True)
     ws.directory.symlink_to(elsewhere)
     with pytest.raises(SymlinkRefused):
-        await ws.replace_authorized_file(MEMORY_PATH, b"pwned")
+        await ws.replace_file(MEMORY_PATH, b"pwned")
     with pytest.raises(SymlinkRefused):
         await ws.ensure_user_workspace()
     with pytest.raises(SymlinkRefused):
@@ -323,7 +323,7 @@ async def test_symlinked_intermediate_dir_is_refused(ws: Workspace, tmp_path: Pa
     (elsewhere / "sub").mkdir(parents=True)
     (ws.directory / "notes").symlink_to(elsewhere)
     with pytest.raises(SymlinkRefused):
-        await ws.replace_authorized_file("notes/sub/x.md", b"pwned")
+        await ws.replace_file("notes/sub/x.md", b"pwned")
     assert list((elsewhere / "sub").iterdir()) == []
 
 
@@ -338,7 +338,7 @@ async def test_target_swapped_for_symlink_during_publish_is_not_written_through(
         real_rename(src, dst, **kwargs)
 
     monkeypatch.setattr(os, "rename", swap_then_rename)
-    await ws.replace_authorized_file(MEMORY_PATH, NEW)
+    await ws.replace_file(MEMORY_PATH, NEW)
     assert outside.read_bytes() == b"do not touch"
     assert not memory.is_symlink()
     assert memory.read_bytes() == NEW
@@ -363,7 +363,7 @@ async def test_non_regular_target_is_refused_directory(ws: Workspace) -> None:
     target.mkdir()
     (target / "inner").write_bytes(b"inner")
     with pytest.raises(NotARegularFile):
-        await ws.replace_authorized_file(MEMORY_PATH, b"x")
+        await ws.replace_file(MEMORY_PATH, b"x")
     with pytest.raises(NotARegularFile):
         await ws.read_file(MEMORY_PATH, 100)
     with pytest.raises(NotARegularFile):
@@ -377,10 +377,10 @@ async def test_non_regular_target_is_refused_fifo(ws: Workspace) -> None:
     target.unlink()
     os.mkfifo(target)
     with pytest.raises(NotARegularFile):
-        await ws.replace_authorized_file(MEMORY_PATH, b"x")
+        await ws.replace_file(MEMORY_PATH, b"x")
     # Must not block waiting for a FIFO writer.
     with pytest.raises(NotARegularFile):
-        await asyncio.wait_for(ws.read_authorized_file_prefix(MEMORY_PATH, 100), timeout=5)
+        await asyncio.wait_for(ws.read_file_prefix(MEMORY_PATH, 100), timeout=5)
     with pytest.raises(NotARegularFile):
         await ws.stat_file(MEMORY_PATH)
     assert stat.S_ISFIFO(os.lstat(target).st_mode)
@@ -389,7 +389,7 @@ async def test_non_regular_target_is_refused_fifo(ws: Workspace) -> None:
 
 async def test_file_in_directory_position_is_refused(memory: Path, ws: Workspace) -> None:
     with pytest.raises(UnsafePath):
-        await ws.replace_authorized_file(MEMORY_PATH + "/child", b"x")
+        await ws.replace_file(MEMORY_PATH + "/child", b"x")
     with pytest.raises(UnsafePath):
         await ws.read_file(MEMORY_PATH + "/child", 10)
     assert memory.read_bytes() == OLD
@@ -408,7 +408,7 @@ async def test_target_turned_into_directory_before_rename_is_refused(
 
     monkeypatch.setattr(os, "rename", swap_then_rename)
     with pytest.raises(NotARegularFile):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     assert (memory / "keep").read_bytes() == b"k"
     assert temp_files(memory.parent) == []
 
@@ -424,7 +424,7 @@ async def test_failed_rename_leaves_old_bytes_and_no_temp_file(
 
     monkeypatch.setattr(os, "rename", broken_rename)
     with pytest.raises(OSError, match="rename failed"):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     assert memory.read_bytes() == OLD
     assert temp_files(memory.parent) == []
 
@@ -436,7 +436,7 @@ async def test_failed_temp_fsync_leaves_old_bytes_and_no_temp_file(
         os, "fsync", fail_on_regular_fd(os.fsync, OSError(errno.EIO, "fsync failed"))
     )
     with pytest.raises(OSError, match="fsync failed"):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     assert memory.read_bytes() == OLD
     assert temp_files(memory.parent) == []
 
@@ -456,7 +456,7 @@ async def test_failed_write_leaves_old_bytes_and_no_temp_file(
 
     monkeypatch.setattr(os, "write", write_then_fail)
     with pytest.raises(OSError, match="disk full"):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     assert calls == 2
     assert memory.read_bytes() == OLD
     assert temp_files(memory.parent) == []
@@ -467,7 +467,7 @@ async def test_write_without_progress_is_an_error_not_a_hang(
 ) -> None:
     monkeypatch.setattr(os, "write", lambda fd, data: 0)
     with pytest.raises(OSError):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     assert memory.read_bytes() == OLD
     assert temp_files(memory.parent) == []
 
@@ -480,7 +480,7 @@ async def test_interrupt_during_write_leaves_old_bytes_and_no_temp_file(
 
     monkeypatch.setattr(os, "write", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        ws.replace_authorized_file_sync(MEMORY_PATH, NEW)
+        ws.replace_file_sync(MEMORY_PATH, NEW)
     assert memory.read_bytes() == OLD
     assert temp_files(memory.parent) == []
 
@@ -490,7 +490,7 @@ async def test_partial_writes_are_completed(
 ) -> None:
     real_write = os.write
     monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:3])))
-    await ws.replace_authorized_file(MEMORY_PATH, NEW)
+    await ws.replace_file(MEMORY_PATH, NEW)
     assert memory.read_bytes() == NEW
 
 
@@ -506,7 +506,7 @@ async def test_failed_temp_create_leaves_old_bytes_and_no_temp_file(
 
     monkeypatch.setattr(os, "open", refuse_temp)
     with pytest.raises(OSError, match="quota exceeded"):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     assert memory.read_bytes() == OLD
     assert temp_files(memory.parent) == []
 
@@ -518,7 +518,7 @@ async def test_temp_name_collision_does_not_delete_foreign_file(
     (memory.parent / foreign).write_bytes(b"someone else's")
     monkeypatch.setattr(publishing, "make_temp_name", lambda name: foreign)
     with pytest.raises(FileExistsError):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     assert (memory.parent / foreign).read_bytes() == b"someone else's"
     assert memory.read_bytes() == OLD
 
@@ -537,7 +537,7 @@ async def test_failed_dir_fsync_after_rename_is_raised_with_data_published(
 
     monkeypatch.setattr(os, "fsync", fail_on_dir)
     with pytest.raises(OSError, match="dir fsync failed"):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     monkeypatch.undo()
     assert memory.read_bytes() == NEW
     assert temp_files(memory.parent) == []
@@ -555,7 +555,7 @@ async def test_failed_cleanup_reraises_original_error_and_stale_temp_is_removabl
     monkeypatch.setattr(os, "rename", broken_rename)
     monkeypatch.setattr(os, "unlink", broken_unlink)
     with pytest.raises(OSError, match="rename failed"):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     monkeypatch.undo()
     assert memory.read_bytes() == OLD
     assert len(temp_files(memory.parent)) == 1
@@ -568,7 +568,7 @@ async def test_failed_cleanup_reraises_original_error_and_stale_temp_is_removabl
 
 async def test_missing_agents_dir_is_recreated_0700(ws: Workspace) -> None:
     shutil.rmtree(ws.directory / "agents")
-    await ws.replace_authorized_file(MEMORY_PATH, NEW)
+    await ws.replace_file(MEMORY_PATH, NEW)
     assert mode_of(ws.directory / "agents") == 0o700
     assert mode_of(ws.directory / MEMORY_PATH) == 0o600
     assert (ws.directory / MEMORY_PATH).read_bytes() == NEW
@@ -577,7 +577,7 @@ async def test_missing_agents_dir_is_recreated_0700(ws: Workspace) -> None:
 async def test_publish_into_missing_workspace_creates_owner_only_tree(tmp_path: Path) -> None:
     ws = Workspace(tmp_path / "workspaces", "carol")
     with umask(0o022):
-        await ws.replace_authorized_file("notes/2024/plan.md", b"plan")
+        await ws.replace_file("notes/2024/plan.md", b"plan")
     for rel in ("", "notes", "notes/2024"):
         assert mode_of(ws.directory / rel) == 0o700
     assert mode_of(ws.directory / "notes/2024/plan.md") == 0o600
@@ -586,7 +586,7 @@ async def test_publish_into_missing_workspace_creates_owner_only_tree(tmp_path: 
 async def test_permissive_old_mode_is_replaced_by_0600(memory: Path, ws: Workspace) -> None:
     memory.chmod(0o666)
     with umask(0o000):
-        await ws.replace_authorized_file(MEMORY_PATH, NEW)
+        await ws.replace_file(MEMORY_PATH, NEW)
     assert mode_of(memory) == 0o600
 
 
@@ -595,26 +595,26 @@ async def test_hard_link_to_old_file_keeps_old_bytes(
 ) -> None:
     link = tmp_path / "hardlink"
     os.link(memory, link)
-    await ws.replace_authorized_file(MEMORY_PATH, NEW)
+    await ws.replace_file(MEMORY_PATH, NEW)
     assert link.read_bytes() == OLD
     assert memory.read_bytes() == NEW
 
 
 async def test_publish_of_long_name_uses_short_enough_temp_name(ws: Workspace) -> None:
     name = "agents/" + "记" * 85  # 255 bytes: the temp name must be shortened
-    await ws.replace_authorized_file(name, b"long")
+    await ws.replace_file(name, b"long")
     assert await ws.read_file(name, 10) == b"long"
     assert temp_files(ws.directory / "agents") == []
 
 
 async def test_empty_content_round_trip(ws: Workspace) -> None:
-    await ws.replace_authorized_file(MEMORY_PATH, b"")
+    await ws.replace_file(MEMORY_PATH, b"")
     assert await ws.read_file(MEMORY_PATH, 0) == b""
 
 
 async def test_non_bytes_data_is_refused(ws: Workspace) -> None:
     with pytest.raises(InvalidArgument):
-        await ws.replace_authorized_file(MEMORY_PATH, "text")  # type: ignore[arg-type]
+        await ws.replace_file(MEMORY_PATH, "text")  # type: ignore[arg-type]
 
 
 async def test_blocking_io_runs_off_the_event_loop_thread(
@@ -629,7 +629,7 @@ async def test_blocking_io_runs_off_the_event_loop_thread(
         real_rename(*args, **kwargs)
 
     monkeypatch.setattr(os, "rename", recording_rename)
-    await ws.replace_authorized_file(MEMORY_PATH, NEW)
+    await ws.replace_file(MEMORY_PATH, NEW)
     assert seen and all(ident != loop_thread for ident in seen)
 
 
@@ -645,7 +645,7 @@ async def test_concurrent_reader_sees_only_complete_old_or_new_bytes(
         "ws = Workspace(Path(sys.argv[1]), sys.argv[2])\n"
         "a, b = b'A' * 70_000, '记'.encode() * 40_000\n"
         "for i in range(200):\n"
-        "    ws.replace_authorized_file_sync('agents/MEMORY.md', a if i % 2 else b)\n"
+        "    ws.replace_file_sync('agents/MEMORY.md', a if i % 2 else b)\n"
     )
     proc = await asyncio.create_subprocess_exec(sys.executable, "-c", script, str(ws.root), ws.uid)
     reads = 0
@@ -663,9 +663,7 @@ async def test_concurrent_reader_sees_only_complete_old_or_new_bytes(
 
 async def test_concurrent_publishers_never_interleave(ws: Workspace) -> None:
     versions = [bytes([65 + i]) * (10_000 + i) for i in range(8)]
-    await asyncio.gather(
-        *(ws.replace_authorized_file(MEMORY_PATH, v) for v in versions for _ in range(5))
-    )
+    await asyncio.gather(*(ws.replace_file(MEMORY_PATH, v) for v in versions for _ in range(5)))
     assert (ws.directory / MEMORY_PATH).read_bytes() in versions
     assert temp_files(ws.directory / "agents") == []
 
@@ -676,17 +674,17 @@ async def test_concurrent_publishers_never_interleave(ws: Workspace) -> None:
 async def test_read_prefix_truncation_flag_at_n_and_n_plus_one(ws: Workspace) -> None:
     data = b"0123456789"
     await ws.write_file(MEMORY_PATH, data)
-    assert await ws.read_authorized_file_prefix(MEMORY_PATH, 10) == (data, False)
-    assert await ws.read_authorized_file_prefix(MEMORY_PATH, 11) == (data, False)
-    assert await ws.read_authorized_file_prefix(MEMORY_PATH, 9) == (data[:9], True)
-    assert await ws.read_authorized_file_prefix(MEMORY_PATH, 0) == (b"", True)
+    assert await ws.read_file_prefix(MEMORY_PATH, 10) == (data, False)
+    assert await ws.read_file_prefix(MEMORY_PATH, 11) == (data, False)
+    assert await ws.read_file_prefix(MEMORY_PATH, 9) == (data[:9], True)
+    assert await ws.read_file_prefix(MEMORY_PATH, 0) == (b"", True)
     await ws.write_file(MEMORY_PATH, b"")
-    assert await ws.read_authorized_file_prefix(MEMORY_PATH, 0) == (b"", False)
+    assert await ws.read_file_prefix(MEMORY_PATH, 0) == (b"", False)
 
 
 async def test_read_prefix_of_large_file_reads_bounded_amount(ws: Workspace) -> None:
     await ws.write_file(MEMORY_PATH, b"x" * (3 << 20))
-    data, truncated = await ws.read_authorized_file_prefix(MEMORY_PATH, 24 * 1024)
+    data, truncated = await ws.read_file_prefix(MEMORY_PATH, 24 * 1024)
     assert truncated and len(data) == 24 * 1024
 
 
@@ -702,7 +700,7 @@ async def test_invalid_max_bytes_is_refused(ws: Workspace, max_bytes: Any) -> No
     with pytest.raises(InvalidArgument):
         await ws.read_file(MEMORY_PATH, max_bytes)
     with pytest.raises(InvalidArgument):
-        await ws.read_authorized_file_prefix(MEMORY_PATH, max_bytes)
+        await ws.read_file_prefix(MEMORY_PATH, max_bytes)
 
 
 async def test_missing_file_is_not_found(ws: Workspace) -> None:
@@ -710,7 +708,7 @@ async def test_missing_file_is_not_found(ws: Workspace) -> None:
         with pytest.raises(WorkspaceFileNotFound):
             await ws.read_file(path, 10)
         with pytest.raises(WorkspaceFileNotFound):
-            await ws.read_authorized_file_prefix(path, 10)
+            await ws.read_file_prefix(path, 10)
         with pytest.raises(WorkspaceFileNotFound):
             await ws.delete_file(path)
         assert await ws.stat_file(path) is None
@@ -728,7 +726,7 @@ async def test_missing_workspace_is_not_found_and_not_created(tmp_path: Path) ->
 
 async def test_cjk_content_round_trip(ws: Workspace) -> None:
     text = "## 记忆\n\n- 用户叫小明，住在上海。\n- 喜欢🍵和「简洁」的回答。\n"
-    await ws.replace_authorized_file(MEMORY_PATH, text.encode())
+    await ws.replace_file(MEMORY_PATH, text.encode())
     data = await ws.read_file(MEMORY_PATH, 1024)
     assert data.decode("utf-8") == text
     assert etag_for(data) == etag_for(text.encode())
@@ -745,9 +743,9 @@ def test_etag_is_strong_quoted_sha256() -> None:
 def test_property_arbitrary_bytes_round_trip(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(Path(tmp), "prop")
-        ws.replace_authorized_file_sync(MEMORY_PATH, data)
+        ws.replace_file_sync(MEMORY_PATH, data)
         assert ws.read_file_sync(MEMORY_PATH, len(data)) == data
-        assert ws.read_authorized_file_prefix_sync(MEMORY_PATH, len(data)) == (data, False)
+        assert ws.read_file_prefix_sync(MEMORY_PATH, len(data)) == (data, False)
 
 
 # --- delete / stat / list -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ def memory_workspace(tmp_path: Path, uid: str) -> Workspace:
     """The workspace of ``uid`` under ``tmp_path``, MEMORY.md holding :data:`OLD_MEMORY`."""
     workspace = Workspace(tmp_path / "workspaces", uid)
     workspace.ensure_user_workspace_sync()
-    workspace.replace_authorized_file_sync(MEMORY_PATH, OLD_MEMORY)
+    workspace.replace_file_sync(MEMORY_PATH, OLD_MEMORY)
     return workspace
 
 

@@ -89,7 +89,7 @@ def _fit(data: bytes, truncated: bool, path: str) -> str | None:
 
 async def _read_context_file(workspace: Workspace, path: str) -> tuple[str, bool] | None:
     try:
-        data, truncated = await workspace.read_authorized_file_prefix(path, CONTEXT_FILE_MAX_BYTES)
+        data, truncated = await workspace.read_file_prefix(path, CONTEXT_FILE_MAX_BYTES)
     except WorkspaceFileNotFound:
         return None
     except WorkspaceError as exc:

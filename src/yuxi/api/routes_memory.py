@@ -2,7 +2,7 @@
 
 The rules (scoped to the token's user, working while memory is off, the same per-user locks as
 every writer, If-Match on restore, undo only while the file is that version's result) live in
-:class:`~yuxi.services.memory.version_service.MemoryHistoryService`; this module speaks HTTP.
+:class:`~yuxi.services.memory.version_service.MemoryVersionService`; this module speaks HTTP.
 """
 
 from __future__ import annotations
@@ -24,19 +24,19 @@ router = APIRouter(prefix="/api/v1/memory", tags=["memory"])
 
 @router.get("", response_model=MemoryView)
 async def get_memory(uid: UidDep, services: ServicesDep, response: Response) -> MemoryView:
-    view = await services.memory_history.view(uid)
+    view = await services.memory_versions.view(uid)
     response.headers["ETag"] = view.etag
     return view
 
 
 @router.get("/versions", response_model=MemoryVersionList)
 async def list_versions(uid: UidDep, services: ServicesDep) -> MemoryVersionList:
-    return await services.memory_history.list_versions(uid)
+    return await services.memory_versions.list_versions(uid)
 
 
 @router.get("/versions/{version_id}", response_model=MemoryVersionDetail)
 async def get_version(version_id: str, uid: UidDep, services: ServicesDep) -> MemoryVersionDetail:
-    return await services.memory_history.get_version(uid, version_id)
+    return await services.memory_versions.get_version(uid, version_id)
 
 
 @router.post(
@@ -51,7 +51,7 @@ async def restore_version(
     response: Response,
     if_match: Annotated[str | None, Header()] = None,
 ) -> MemoryChangeView:
-    change = await services.memory_history.restore(uid, version_id, if_match=if_match)
+    change = await services.memory_versions.restore(uid, version_id, if_match=if_match)
     response.headers["ETag"] = change.etag
     return change
 
@@ -64,6 +64,6 @@ async def restore_version(
 async def undo_version(
     version_id: str, uid: UidDep, services: ServicesDep, response: Response
 ) -> MemoryChangeView:
-    change = await services.memory_history.undo(uid, version_id)
+    change = await services.memory_versions.undo(uid, version_id)
     response.headers["ETag"] = change.etag
     return change

@@ -8,7 +8,7 @@ from yuxi.services.chat.service import ChatService
 from yuxi.services.health_service import HealthService
 from yuxi.services.lookback.service import LookbackService
 from yuxi.services.memory.service import MemoryService
-from yuxi.services.memory.version_service import MemoryHistoryService
+from yuxi.services.memory.version_service import MemoryVersionService
 from yuxi.services.runs.service import RunService
 from yuxi.services.user_service import UserService
 from yuxi.services.workspace_file_service import WorkspaceFileService
@@ -23,7 +23,7 @@ class Services:
 
     chat: ChatService
     memory: MemoryService
-    memory_history: MemoryHistoryService
+    memory_versions: MemoryVersionService
     lookback: LookbackService
     users: UserService
     files: WorkspaceFileService

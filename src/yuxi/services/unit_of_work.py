@@ -25,7 +25,6 @@ from typing import Self
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from yuxi.repositories.conversation_repository import ConversationRepository
 from yuxi.repositories.health_repository import HealthRepository
 from yuxi.repositories.lookback import LookbackRepository
 from yuxi.repositories.memory import MemoryGate
@@ -33,6 +32,7 @@ from yuxi.repositories.memory.version_repository import MemoryVersionRepository
 from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
 from yuxi.repositories.runs.run_event_repository import RunEventRepository
 from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
+from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.repositories.token_repository import TokenRepository
 from yuxi.repositories.user_repository import UserRepository
 
@@ -43,7 +43,7 @@ class UnitOfWork:
     users: UserRepository
     tokens: TokenRepository
     runs: AgentRunRepository
-    conversations: ConversationRepository
+    threads: ThreadRepository
     lookback: LookbackRepository
     events: RunEventRepository
     tool_calls: ToolCallRepository
@@ -62,7 +62,7 @@ class UnitOfWork:
         self.users = UserRepository(session)
         self.tokens = TokenRepository(session)
         self.runs = AgentRunRepository(session)
-        self.conversations = ConversationRepository(session)
+        self.threads = ThreadRepository(session)
         self.lookback = LookbackRepository(session)
         self.events = RunEventRepository(session)
         self.tool_calls = ToolCallRepository(session)

@@ -9,7 +9,7 @@ configuration. Therefore:
 * every component below the root is resolved with ``openat(…, O_NOFOLLOW)`` from the previous
   directory's fd, so no symlink is ever followed and ``..`` can never escape;
 * only regular files are read, written or deleted;
-* every write is an atomic publish (:meth:`Workspace.replace_authorized_file`).
+* every write is an atomic publish (:meth:`Workspace.replace_file`).
 
 The public API is ``async`` and runs the blocking work in a worker thread (``asyncio.to_thread``);
 each method has a ``*_sync`` twin for synchronous callers (CLI, other processes, tests). Cancelling
@@ -176,7 +176,7 @@ class Workspace:
         finally:
             os.close(fd)
 
-    def read_authorized_file_prefix_sync(self, path: str, max_bytes: int) -> tuple[bytes, bool]:
+    def read_file_prefix_sync(self, path: str, max_bytes: int) -> tuple[bytes, bool]:
         """First ``max_bytes`` bytes of a regular file, and whether the file had more."""
         limit = _check_max_bytes(max_bytes)
         data = self._read_bounded(path, limit + 1)
@@ -184,8 +184,8 @@ class Workspace:
             return data[:limit], True
         return data, False
 
-    async def read_authorized_file_prefix(self, path: str, max_bytes: int) -> tuple[bytes, bool]:
-        return await asyncio.to_thread(self.read_authorized_file_prefix_sync, path, max_bytes)
+    async def read_file_prefix(self, path: str, max_bytes: int) -> tuple[bytes, bool]:
+        return await asyncio.to_thread(self.read_file_prefix_sync, path, max_bytes)
 
     def read_file_sync(self, path: str, max_bytes: int) -> bytes:
         """The whole regular file; :class:`FileTooLarge` (nothing returned) over ``max_bytes``."""
@@ -200,7 +200,7 @@ class Workspace:
 
     # --- atomic publish ---------------------------------------------------------------------
 
-    def replace_authorized_file_sync(self, path: str, data: bytes) -> None:
+    def replace_file_sync(self, path: str, data: bytes) -> None:
         """Atomically replace (or create) the regular file ``path`` with exactly ``data``.
 
         Steps (design.md §5.6 "Publish"): open every directory on the path with
@@ -247,13 +247,13 @@ class Workspace:
         finally:
             os.close(dir_fd)
 
-    async def replace_authorized_file(self, path: str, data: bytes) -> None:
-        """Async :meth:`replace_authorized_file_sync` (see there for the exact guarantees)."""
-        await asyncio.to_thread(self.replace_authorized_file_sync, path, data)
+    async def replace_file(self, path: str, data: bytes) -> None:
+        """Async :meth:`replace_file_sync` (see there for the exact guarantees)."""
+        await asyncio.to_thread(self.replace_file_sync, path, data)
 
     async def write_file(self, path: str, data: bytes) -> None:
-        """Generic file write: the same atomic publish as :meth:`replace_authorized_file`."""
-        await asyncio.to_thread(self.replace_authorized_file_sync, path, data)
+        """Generic file write: the same atomic publish as :meth:`replace_file`."""
+        await asyncio.to_thread(self.replace_file_sync, path, data)
 
     def cleanup_stale_temp_files_sync(
         self, path_dir: str = "agents", older_than_seconds: float = 0

@@ -103,7 +103,7 @@ def commit_staged(dir_fd: int, temp_name: str, name: str, display: str) -> None:
 
 
 def publish_file(dir_fd: int, name: str, data: bytes, display: str) -> None:
-    """Atomically replace ``name`` in ``dir_fd`` with ``data``. See ``replace_authorized_file``."""
+    """Atomically replace ``name`` in ``dir_fd`` with ``data``. See ``replace_file``."""
     commit_staged(dir_fd, stage_file(dir_fd, name, data, display), name, display)
 
 

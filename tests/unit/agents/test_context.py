@@ -58,7 +58,7 @@ async def test_assembles_base_agents_and_user_and_never_reads_memory(tmp_path: P
 async def test_memory_reads_really_raise_in_this_fixture(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     with pytest.raises(AssertionError):
-        await ws.read_authorized_file_prefix(MEMORY_PATH, 10)
+        await ws.read_file_prefix(MEMORY_PATH, 10)
 
 
 @pytest.mark.parametrize("lead", ["", "a", "ab"])
@@ -124,7 +124,7 @@ async def test_missing_empty_and_symlinked_files_are_skipped(tmp_path: Path) -> 
 
 async def test_invalid_utf8_file_is_skipped(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    ws.replace_authorized_file_sync(AGENTS_PATH, b"\xff\xfe not text")
+    ws.replace_file_sync(AGENTS_PATH, b"\xff\xfe not text")
     ws.put(USER_PATH, "ok")
     result = await build_agent_input_context(workspace=ws, identity=CTX, base_prompt="base")
     assert "not text" not in result.system_prompt

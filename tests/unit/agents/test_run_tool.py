@@ -7,14 +7,14 @@ import asyncio
 from langchain_core.tools import StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from yuxi.agents.tools.run_tool import run_tool
+from yuxi.agents.tools.run_tool import make_run_tool
 
 
 def _factory(owner: str) -> StructuredTool:
     async def whoami(question: str, times: int = 1) -> str:
         return f"{owner}:{question}:{times}"
 
-    return run_tool(whoami, name="whoami", description="Says whose tool this is.")
+    return make_run_tool(whoami, name="whoami", description="Says whose tool this is.")
 
 
 def test_two_runs_tools_share_schemas_but_call_their_own_closures() -> None:

@@ -141,7 +141,7 @@ async def test_symlinks_are_refused(tmp_path: Path) -> None:
 async def test_missing_file_and_non_text(tmp_path: Path) -> None:
     tools, memory = _setup(tmp_path)
     assert (await _call(tools["read_workspace_file"], path="nope.md"))["code"] == "file_not_found"
-    memory.workspace.replace_authorized_file_sync("bin.dat", b"\xff\x00\xfe")
+    memory.workspace.replace_file_sync("bin.dat", b"\xff\x00\xfe")
     assert (await _call(tools["read_workspace_file"], path="bin.dat"))["code"] == "not_text"
 
 

@@ -36,7 +36,7 @@ from yuxi.agents.prompts import (
     REMEMBER_MEMORY_DESCRIPTION,
     SEARCH_THREAD_MESSAGES_DESCRIPTION,
 )
-from yuxi.agents.tools.run_tool import run_tool
+from yuxi.agents.tools.run_tool import make_run_tool
 from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import UnauthorizedRun
 from yuxi.limits import LIST_THREADS_DEFAULT_ITEMS
@@ -212,22 +212,22 @@ def make_memory_tools(
         return await tool_message("list_threads", runtime, call)
 
     return (
-        run_tool(
+        make_run_tool(
             remember_memory,
             name=REMEMBER_MEMORY_TOOL,
             description=REMEMBER_MEMORY_DESCRIPTION,
         ),
-        run_tool(
+        make_run_tool(
             search_thread_messages,
             name="search_thread_messages",
             description=SEARCH_THREAD_MESSAGES_DESCRIPTION,
         ),
-        run_tool(
+        make_run_tool(
             read_thread_messages,
             name="read_thread_messages",
             description=READ_THREAD_MESSAGES_DESCRIPTION,
         ),
-        run_tool(list_threads, name="list_threads", description=LIST_THREADS_DESCRIPTION),
+        make_run_tool(list_threads, name="list_threads", description=LIST_THREADS_DESCRIPTION),
     )
 
 

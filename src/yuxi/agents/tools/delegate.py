@@ -20,7 +20,7 @@ from langgraph.errors import GraphBubbleUp
 
 from yuxi.agents.context import RunIdentity, trusted_context
 from yuxi.agents.prompts import DELEGATE_TOOL_DESCRIPTION
-from yuxi.agents.tools.run_tool import run_tool
+from yuxi.agents.tools.run_tool import make_run_tool
 from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import SubagentFailed, UnauthorizedRun
 from yuxi.limits import SUBAGENT_TASK_MAX_BYTES
@@ -74,7 +74,7 @@ def make_delegate_tool(run_subagent: RunSubagent) -> BaseTool:
     ) -> ToolMessage:
         return await tool_message(DELEGATE_TOOL_NAME, runtime, lambda: delegate(task, runtime))
 
-    return run_tool(
+    return make_run_tool(
         delegate_to_subagent,
         name=DELEGATE_TOOL_NAME,
         description=DELEGATE_TOOL_DESCRIPTION,

@@ -39,7 +39,7 @@ class RunTool(StructuredTool):
         return schema
 
 
-def run_tool(
+def make_run_tool(
     coroutine: Callable[..., Awaitable[Any]], *, name: str, description: str
 ) -> StructuredTool:
     """A tool for one run, from a coroutine defined inside the run's tool factory."""

@@ -32,7 +32,7 @@ from yuxi.agents.prompts import (
     READ_WORKSPACE_FILE_DESCRIPTION,
     WRITE_WORKSPACE_FILE_DESCRIPTION,
 )
-from yuxi.agents.tools.run_tool import run_tool
+from yuxi.agents.tools.run_tool import make_run_tool
 from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import (
     EditConflict,
@@ -152,7 +152,7 @@ def _read_tool(bound: _Bound) -> BaseTool:
         bound.identity(runtime)
         normalized, _ = bound.resolve(path)
         try:
-            data, truncated = await bound.workspace.read_authorized_file_prefix(
+            data, truncated = await bound.workspace.read_file_prefix(
                 normalized, TOOL_READ_MAX_BYTES
             )
         except OSError as exc:
@@ -168,7 +168,7 @@ def _read_tool(bound: _Bound) -> BaseTool:
     ) -> ToolMessage:
         return await tool_message("read_workspace_file", runtime, lambda: read(path, runtime))
 
-    return run_tool(
+    return make_run_tool(
         read_workspace_file,
         name="read_workspace_file",
         description=READ_WORKSPACE_FILE_DESCRIPTION,
@@ -210,7 +210,7 @@ def _write_tool(bound: _Bound) -> BaseTool:
             "write_workspace_file", runtime, lambda: write(path, content, runtime)
         )
 
-    return run_tool(
+    return make_run_tool(
         write_workspace_file,
         name="write_workspace_file",
         description=WRITE_WORKSPACE_FILE_DESCRIPTION,
@@ -269,7 +269,7 @@ def _edit_tool(bound: _Bound) -> BaseTool:
             "edit_workspace_file", runtime, lambda: edit(path, old, new, runtime)
         )
 
-    return run_tool(
+    return make_run_tool(
         edit_workspace_file,
         name="edit_workspace_file",
         description=EDIT_WORKSPACE_FILE_DESCRIPTION,

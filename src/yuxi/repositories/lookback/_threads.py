@@ -9,7 +9,7 @@ newest first, ties newest thread (``conversations.id``) first. With ``before``, 
 whose last visible message is strictly earlier are listed.
 
 **Why ``updated_at`` may bound the candidates.** Every message is written by
-``ConversationRepository.add_message``, which sets the thread's ``updated_at`` to ``now()`` in
+``ThreadRepository.add_message``, which sets the thread's ``updated_at`` to ``now()`` in
 the transaction that inserts the message (whose ``created_at`` is the same ``now()``), and the
 only other writer of ``updated_at`` (``set_status``) sets it to ``now()`` as well: so
 ``updated_at`` is never older than the thread's last message (``L <= updated_at``; proved on the

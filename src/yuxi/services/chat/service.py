@@ -68,7 +68,7 @@ def auto_title(first_message: str) -> str:
 
 async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversation:
     """The caller's own, not deleted thread; anyone else's (or a deleted one) is NotFound."""
-    conversation = await uow.conversations.get_owned(uid, thread_id)
+    conversation = await uow.threads.get_owned(uid, thread_id)
     if conversation is None or conversation.status == "deleted":
         raise NotFound("thread not found")
     return conversation
@@ -84,7 +84,7 @@ class ChatService:
         self, uid: str, *, title: str = "", source: str = "chat"
     ) -> ThreadSummary:
         async with self._uow() as uow:
-            conversation = await uow.conversations.create_conversation(
+            conversation = await uow.threads.create_conversation(
                 uid, title=title[:TITLE_MAX_CHARS], source=source
             )
             await uow.commit()
@@ -95,7 +95,7 @@ class ChatService:
     ) -> list[ThreadSummary]:
         """The caller's top-level chat threads, newest updated first."""
         async with self._uow() as uow:
-            rows = await uow.conversations.list_conversations(
+            rows = await uow.threads.list_conversations(
                 uid, include_archived=include_archived, limit=limit
             )
         return [thread_summary(c) for c in rows]
@@ -103,7 +103,7 @@ class ChatService:
     async def get_thread(self, uid: str, thread_id: str) -> ThreadDetail:
         async with self._uow() as uow:
             conversation = await _live_thread(uow, uid, thread_id)
-            messages = await uow.conversations.list_messages(conversation.id)
+            messages = await uow.threads.list_messages(conversation.id)
             calls = await uow.tool_calls.list_for_messages(
                 [m.id for m in messages if m.message_type == "tool_call"]
             )
@@ -132,10 +132,10 @@ class ChatService:
         if recall_excluded is not None and not isinstance(recall_excluded, bool):
             raise InvalidArgument("recall_excluded must be true or false")
         async with self._uow() as uow:
-            conversation = await uow.conversations.get_owned_chat_thread(uid, thread_id)
+            conversation = await uow.threads.get_owned_chat_thread(uid, thread_id)
             if conversation is None:
                 raise NotFound("thread not found")
-            await uow.conversations.update_thread_settings(
+            await uow.threads.update_thread_settings(
                 conversation, title=new_title, recall_excluded=recall_excluded
             )
             await uow.commit()
@@ -154,7 +154,7 @@ class ChatService:
         async with self._uow() as uow:
             conversation = await _live_thread(uow, uid, thread_id)
             # set_status refreshes the loaded row's status and updated_at too.
-            await uow.conversations.set_status(uid, thread_id, status)
+            await uow.threads.set_status(uid, thread_id, status)
             await uow.commit()
         return thread_summary(conversation)
 
@@ -184,7 +184,7 @@ class ChatService:
             existing = await uow.runs.get_by_request(uid, rid)
             if existing is not None:
                 return existing, False
-            conversation = await uow.conversations.create_conversation(uid, source=source)
+            conversation = await uow.threads.create_conversation(uid, source=source)
             run, created = await self._submit_in(uow, conversation, body, rid)
             if created:
                 await uow.commit()  # a lost race on request_id rolls the new thread back
@@ -214,9 +214,7 @@ class ChatService:
         if created:
             if not conversation.title:
                 conversation.title = auto_title(body)
-            await uow.conversations.add_message(
-                conversation, role="user", content=body, run_id=run.id
-            )
+            await uow.threads.add_message(conversation, role="user", content=body, run_id=run.id)
             await uow.events.append(run.id, "run_status", {"status": "pending"})
         return run, created
 

@@ -3,7 +3,7 @@
 Public surface:
 
 * the services: :class:`MemoryService` (read, the agent's ``remember_memory``, the user's edits)
-  and :class:`MemoryHistoryService` (versions, diffs, restore and undo);
+  and :class:`MemoryVersionService` (versions, diffs, restore and undo);
 * what they return, and the views the API serialises (:mod:`.views`);
 * the pure text rules the services apply, for tests and tools that check them on their own
   input: entries, edits, lint, provenance and diffs.
@@ -34,7 +34,7 @@ from yuxi.services.memory.service import (
     MemoryWriteResult,
     QuotaRemaining,
 )
-from yuxi.services.memory.version_service import MemoryHistoryService
+from yuxi.services.memory.version_service import MemoryVersionService
 
 __all__ = [
     "EMPTY_SHA256",
@@ -45,9 +45,9 @@ __all__ = [
     "LintFinding",
     "LockedMemory",
     "MemoryEntry",
-    "MemoryHistoryService",
     "MemoryService",
     "MemorySnapshot",
+    "MemoryVersionService",
     "MemoryWriteResult",
     "QuotaRemaining",
     "apply_add",

@@ -1,7 +1,7 @@
 """Whole-file writes of MEMORY.md: the owner's (file API, web UI) and an agent's generic file
 tools after approval.
 
-Each is published through :class:`~yuxi.services.memory._writer.MemoryWriteLock`, under exactly
+Each is published through :class:`~yuxi.services.memory._writer.MemoryWriteAccess`, under exactly
 the locks ``remember_memory`` takes, and recorded as a version (``user`` / ``edit`` or
 ``delete``; ``agent`` / ``edit`` with the run's provenance). ``If-Match`` turns a stale edit into
 :class:`~yuxi.errors.PreconditionFailed` instead of an overwrite. A write that leaves the bytes
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from yuxi.errors import InvalidArgument, PreconditionFailed, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
-from yuxi.services.memory._writer import LockedMemory, MemoryWriteLock
+from yuxi.services.memory._writer import LockedMemory, MemoryWriteAccess
 from yuxi.services.unit_of_work import UnitOfWorkFactory
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, etag_for, if_match_allows
 
@@ -54,7 +54,7 @@ class MemoryFileEdits:
         workspace_factory: Callable[[str], Workspace],
     ) -> None:
         self._workspace = workspace_factory
-        self._lock = MemoryWriteLock(uow, workspace_factory)
+        self._lock = MemoryWriteAccess(uow, workspace_factory)
 
     async def read(self, uid: str) -> tuple[bytes, str]:
         try:

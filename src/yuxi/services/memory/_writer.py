@@ -1,7 +1,7 @@
 """The one locked write path of MEMORY.md, shared by every writer.
 
-A writer opens :meth:`MemoryWriteLock.for_user` (the owner: file API, UI, restore, undo) or
-:meth:`MemoryWriteLock.for_agent` (a leased run: ``remember_memory``, the generic file tools
+A writer opens :meth:`MemoryWriteAccess.for_user` (the owner: file API, UI, restore, undo) or
+:meth:`MemoryWriteAccess.for_agent` (a leased run: ``remember_memory``, the generic file tools
 after approval), each in one :class:`~yuxi.services.unit_of_work.UnitOfWork`. Either holds, in
 this order and until it ends:
 
@@ -49,15 +49,13 @@ from yuxi.services.memory._versions import (
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
 
-__all__ = ["LockedMemory", "MemoryWriteLock", "read_current_file_sync", "replace_memory_file"]
+__all__ = ["LockedMemory", "MemoryWriteAccess", "read_current_file_sync", "replace_memory_file"]
 
 
 def read_current_file_sync(workspace: Workspace) -> CurrentFile:
     """MEMORY.md as it is now, bounded by the file limit (missing reads as empty)."""
     try:
-        data, truncated = workspace.read_authorized_file_prefix_sync(
-            MEMORY_PATH, MEMORY_FILE_MAX_BYTES
-        )
+        data, truncated = workspace.read_file_prefix_sync(MEMORY_PATH, MEMORY_FILE_MAX_BYTES)
     except WorkspaceFileNotFound:
         return CurrentFile(b"")
     return CurrentFile(data, truncated)
@@ -65,7 +63,7 @@ def read_current_file_sync(workspace: Workspace) -> CurrentFile:
 
 def _replace_sync(workspace: Workspace, data: bytes | None) -> None:
     if data is not None:
-        workspace.replace_authorized_file_sync(MEMORY_PATH, data)
+        workspace.replace_file_sync(MEMORY_PATH, data)
         return
     with contextlib.suppress(WorkspaceFileNotFound):
         workspace.delete_file_sync(MEMORY_PATH)
@@ -140,7 +138,7 @@ class LockedMemory:
         return version
 
 
-class MemoryWriteLock:
+class MemoryWriteAccess:
     def __init__(
         self,
         uow: UnitOfWorkFactory,

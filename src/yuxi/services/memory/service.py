@@ -64,7 +64,7 @@ from yuxi.services.memory._text import (
     snapshot_of,
 )
 from yuxi.services.memory._versions import Quota
-from yuxi.services.memory._writer import LockedMemory, MemoryWriteLock
+from yuxi.services.memory._writer import LockedMemory, MemoryWriteAccess
 from yuxi.services.unit_of_work import UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
@@ -140,7 +140,7 @@ class MemoryService:
         self._uow = uow
         self._metrics = metrics or Metrics()
         self._workspace = workspace_factory or (lambda uid: Workspace(workspace_root, uid))
-        self._lock = MemoryWriteLock(uow, self._workspace)
+        self._lock = MemoryWriteAccess(uow, self._workspace)
         self._edits = MemoryFileEdits(uow, self._workspace)
         self._writes_per_run = writes_per_run
         self._bytes_per_run = bytes_per_run
@@ -160,7 +160,7 @@ class MemoryService:
     async def read_memory_snapshot(self, uid: str) -> MemorySnapshot:
         """The ≤ 24 KiB memory text (no switch check: callers have made it)."""
         try:
-            data, truncated = await self._workspace(uid).read_authorized_file_prefix(
+            data, truncated = await self._workspace(uid).read_file_prefix(
                 MEMORY_PATH, MEMORY_PROMPT_MAX_BYTES
             )
         except WorkspaceFileNotFound:

@@ -34,7 +34,7 @@ from yuxi.services.memory._entries import MemoryEntry, split_entries
 from yuxi.services.memory._lint import LintFinding, lint_memory
 from yuxi.services.memory._provenance import entry_sources, unified_diff
 from yuxi.services.memory._versions import EMPTY_SHA256
-from yuxi.services.memory._writer import LockedMemory, MemoryWriteLock
+from yuxi.services.memory._writer import LockedMemory, MemoryWriteAccess
 from yuxi.services.memory.views import (
     LintFindingView,
     MemoryChangeView,
@@ -48,7 +48,7 @@ from yuxi.services.memory.views import (
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, etag_for, if_match_allows
 
-__all__ = ["MemoryHistoryService"]
+__all__ = ["MemoryVersionService"]
 
 _NOT_FOUND = "memory version not found"
 _LABEL = "MEMORY.md"
@@ -58,7 +58,7 @@ def _thread_ids(rows: Iterable[MemoryVersion | None]) -> set[str]:
     return {row.thread_id for row in rows if row is not None and row.thread_id is not None}
 
 
-class MemoryHistoryService:
+class MemoryVersionService:
     def __init__(
         self,
         uow: UnitOfWorkFactory,
@@ -66,7 +66,7 @@ class MemoryHistoryService:
     ) -> None:
         self._uow = uow
         self._workspace = workspace_factory
-        self._lock = MemoryWriteLock(uow, workspace_factory)
+        self._lock = MemoryWriteAccess(uow, workspace_factory)
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -147,7 +147,7 @@ class RunService:
 
     @staticmethod
     async def _thread(uow: UnitOfWork, identity: RunIdentity) -> Conversation:
-        conversation = await uow.conversations.get_owned(identity.uid, identity.thread_id)
+        conversation = await uow.threads.get_owned(identity.uid, identity.thread_id)
         if conversation is None:
             raise LeaseLost(f"thread of run {identity.run_id} is gone")
         return conversation
@@ -168,7 +168,7 @@ class RunService:
         """The model asked for tools: an assistant tool_call message, one ToolCall row and one
         ``tool_start`` event each."""
         async with self._fenced(identity) as uow:
-            message = await uow.conversations.add_message(
+            message = await uow.threads.add_message(
                 await self._thread(uow, identity),
                 role="assistant",
                 content=content,
@@ -193,7 +193,7 @@ class RunService:
         """A tool message, its ToolCall row finished (even one proposed by an earlier run of the
         thread, before an approval), and a ``tool_end`` event with the text cut to size."""
         async with self._fenced(identity) as uow:
-            await uow.conversations.add_message(
+            await uow.threads.add_message(
                 await self._thread(uow, identity),
                 role="tool",
                 content=outcome.content,
@@ -226,7 +226,7 @@ class RunService:
 
     async def record_reply(self, identity: RunIdentity, content: str) -> None:
         async with self._fenced(identity) as uow:
-            message = await uow.conversations.add_message(
+            message = await uow.threads.add_message(
                 await self._thread(uow, identity),
                 role="assistant",
                 content=content,
@@ -313,10 +313,10 @@ class RunService:
         """
         async with self._fenced(parent) as uow:
             parent_thread = await self._thread(uow, parent)
-            child = await uow.conversations.create_conversation(
+            child = await uow.threads.create_conversation(
                 parent.uid, title=f"SubAgent: {task[:60]}"
             )
-            await uow.conversations.link_subagent_thread(parent_thread, child, parent.run_id)
+            await uow.threads.link_subagent_thread(parent_thread, child, parent.run_id)
             run, _ = await uow.runs.create_run(
                 uid=parent.uid,
                 thread_id=child.thread_id,
@@ -326,7 +326,7 @@ class RunService:
                 input_payload={"task": task},
                 created_by_run_id=parent.run_id,
             )
-            await uow.conversations.add_message(child, role="user", content=task, run_id=run.id)
+            await uow.threads.add_message(child, role="user", content=task, run_id=run.id)
             child_identity = RunIdentity(
                 uid=parent.uid,
                 thread_id=child.thread_id,
@@ -344,10 +344,10 @@ class RunService:
             settled = await uow.runs.finish_subagent(
                 child.run_id, status=status, output={"reply": reply}
             )
-            thread = await uow.conversations.get_owned(child.uid, child.thread_id)
+            thread = await uow.threads.get_owned(child.uid, child.thread_id)
             if not settled or thread is None:
                 return False
-            await uow.conversations.add_message(
+            await uow.threads.add_message(
                 thread, role="assistant", content=reply, run_id=child.run_id
             )
             await uow.commit()

@@ -43,6 +43,8 @@ export const MEMORY_VERSION_KIND_TEXT = {
   restore: 'restored',
   undo: 'undid a change',
   recovered: 'recorded a change found on disk',
+  forget: 'forgot what a deleted thread wrote',
+  import: 'imported a file',
 };
 
 /** Memory lint findings (`yuxi.vocabulary.MEMORY_LINT_CODES`), as the panel labels them. */

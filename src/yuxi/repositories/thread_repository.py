@@ -26,7 +26,7 @@ from yuxi.limits import (
 from yuxi.repositories.visibility import NOT_VISIBLE, is_subagent_child
 from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES, MESSAGE_ROLES
 
-__all__ = ["NOT_VISIBLE", "ConversationRepository"]
+__all__ = ["NOT_VISIBLE", "ThreadRepository"]
 
 _BIGINT_MAX = 2**63 - 1
 
@@ -35,7 +35,7 @@ def _clamp(value: int, low: int, high: int) -> int:
     return max(low, min(int(value), high))
 
 
-class ConversationRepository:
+class ThreadRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 

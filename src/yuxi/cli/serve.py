@@ -1,0 +1,109 @@
+"""``yuxi serve``, ``yuxi worker`` and ``yuxi run``: serving and working."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import typer
+
+from yuxi.api.access_log import redact_credentials
+from yuxi.bootstrap import Container, bootstrap
+from yuxi.cli._app import _with_container, app
+from yuxi.cli.users import _when, login_url
+from yuxi.observability.logs import configure_logging
+from yuxi.settings import load_settings
+from yuxi.utils.ports import listen_problem
+
+_HOST = typer.Option(
+    None, metavar="HOST", help="address to listen on", show_default="YUXI_HOST or 127.0.0.1"
+)
+_PORT = typer.Option(None, min=1, max=65535, metavar="PORT", show_default="YUXI_PORT or 8000")
+
+
+def require_free_port(host: str, port: int) -> None:
+    """Exit 1 with a hint unless ``host:port`` can be bound: checked before anything starts
+    (embedded PostgreSQL, migrations, a login link), so a second ``yuxi run`` stops cleanly."""
+    problem = listen_problem(host, port)
+    if problem is not None:
+        typer.echo(f"error: {problem}; set YUXI_PORT or pass --port", err=True)
+        raise typer.Exit(code=1)
+
+
+@app.command("serve")
+def serve(host: str | None = _HOST, port: int | None = _PORT) -> None:
+    """The HTTP API, the web UI and the in-process worker pool."""
+    settings = load_settings()
+    configure_logging(settings.log_format, redact=redact_credentials)
+    host, port = host or settings.host, port or settings.port
+    require_free_port(host, port)
+
+    async def main() -> None:
+        container = await bootstrap(settings, migrate=True)
+        try:
+            from yuxi.api.server import serve_app  # uvicorn and the app: only when serving
+
+            await serve_app(container, host=host, port=port)
+        finally:
+            await container.aclose(stop_embedded=True)
+
+    asyncio.run(main())
+
+
+@app.command("worker")
+def worker(
+    count: int = typer.Option(1, min=1, max=64, metavar="N", help="how many workers"),
+) -> None:
+    """Run workers in this process (alongside or instead of the server's pool)."""
+    from yuxi.bootstrap import run_workers
+
+    configure_logging(load_settings().log_format, redact=redact_credentials)
+
+    async def main(c: Container) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        typer.echo(f"{count} worker(s) running; Ctrl-C to stop")
+        await run_workers(c, count, stop)
+
+    _with_container(main, migrate=True)
+
+
+DEMO_UID = "demo"
+
+
+async def demo_banner(container: Container, *, host: str, port: int) -> str:
+    """Make sure the demo user exists and describe a fresh single-use login link for it. No
+    token is minted here: the browser gets an expiring session token by exchanging the code,
+    so restarts never pile up valid credentials, and the link is spent once it is used."""
+    await container.services.users.ensure_user(DEMO_UID, name="Demo user")
+    issued = await container.services.users.issue_login_code(DEMO_UID)
+    where = "embedded PostgreSQL" if container.embedded else "external PostgreSQL"
+    return (
+        f"Yuxi Memory on {where}; migrations applied; demo user '{DEMO_UID}'.\n"
+        f"Open: {login_url(host, port, issued.code)}\n"
+        f"(single use, valid until {_when(issued.expires_at)}; "
+        f"another: yuxi users login-link {DEMO_UID})\n"
+    )
+
+
+@app.command("run")
+def run(host: str | None = _HOST, port: int | None = _PORT) -> None:
+    """Development run: embedded PostgreSQL, migrations, a demo user, then the server."""
+    settings = load_settings()
+    configure_logging(settings.log_format, redact=redact_credentials)
+    host, port = host or settings.host, port or settings.port
+    require_free_port(host, port)
+
+    async def main() -> None:
+        container = await bootstrap(settings, migrate=True)
+        try:
+            banner = await demo_banner(container, host=host, port=port)
+            from yuxi.api.server import serve_app
+
+            await serve_app(container, host=host, port=port, banner=banner)
+        finally:
+            await container.aclose(stop_embedded=True)
+
+    asyncio.run(main())
