@@ -30,9 +30,9 @@ def require_free_port(host: str, port: int) -> None:
         raise typer.Exit(code=1)
 
 
-@app.command("serve")
-def serve(host: str | None = _HOST, port: int | None = _PORT) -> None:
-    """The HTTP API, the web UI and the in-process worker pool."""
+def _serve(host: str | None, port: int | None, *, demo: bool) -> None:
+    """Serve the API, the UI and the worker pool until stopped; with ``demo``, first make sure
+    the demo user exists and print a login link for it."""
     settings = load_settings()
     configure_logging(settings.log_format, redact=redact_credentials)
     host, port = host or settings.host, port or settings.port
@@ -41,13 +41,20 @@ def serve(host: str | None = _HOST, port: int | None = _PORT) -> None:
     async def main() -> None:
         container = await bootstrap(settings, migrate=True)
         try:
+            banner = await demo_banner(container, host=host, port=port) if demo else ""
             from yuxi.api.server import serve_app  # uvicorn and the app: only when serving
 
-            await serve_app(container, host=host, port=port)
+            await serve_app(container, host=host, port=port, banner=banner)
         finally:
             await container.aclose(stop_embedded=True)
 
     asyncio.run(main())
+
+
+@app.command("serve")
+def serve(host: str | None = _HOST, port: int | None = _PORT) -> None:
+    """The HTTP API, the web UI and the in-process worker pool."""
+    _serve(host, port, demo=False)
 
 
 @app.command("worker")
@@ -91,19 +98,4 @@ async def demo_banner(container: Container, *, host: str, port: int) -> str:
 @app.command("run")
 def run(host: str | None = _HOST, port: int | None = _PORT) -> None:
     """Development run: embedded PostgreSQL, migrations, a demo user, then the server."""
-    settings = load_settings()
-    configure_logging(settings.log_format, redact=redact_credentials)
-    host, port = host or settings.host, port or settings.port
-    require_free_port(host, port)
-
-    async def main() -> None:
-        container = await bootstrap(settings, migrate=True)
-        try:
-            banner = await demo_banner(container, host=host, port=port)
-            from yuxi.api.server import serve_app
-
-            await serve_app(container, host=host, port=port, banner=banner)
-        finally:
-            await container.aclose(stop_embedded=True)
-
-    asyncio.run(main())
+    _serve(host, port, demo=True)
