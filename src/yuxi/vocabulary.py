@@ -15,6 +15,10 @@ RUN_TYPES: Final = ("chat", "resume", "subagent")
 CLAIMABLE_RUN_TYPES: Final = ("chat", "resume")
 #: Run types whose live, leased run may write MEMORY.md.
 MEMORY_WRITE_RUN_TYPES: Final = ("chat", "resume")
+#: The request ids the server derives start with one of these (``resume:<interrupted run id>``,
+#: ``subagent:<parent run id>:<random>``); a client's ``request_id`` may not (issue 27 §6), so the
+#: two can never collide and a decision is never answered by a run a client created.
+SERVER_REQUEST_ID_PREFIXES: Final = ("resume:", "subagent:")
 
 RUN_STATUSES: Final = ("pending", "running", "completed", "failed", "cancelled", "interrupted")
 #: At most one run per thread is in one of these (a partial unique index).

@@ -30,14 +30,30 @@ from yuxi.services.chat.views import (
 )
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
-from yuxi.vocabulary import AGENT_CALL_SOURCES
+from yuxi.vocabulary import AGENT_CALL_SOURCES, SERVER_REQUEST_ID_PREFIXES
 
 DECISIONS = ("approve", "reject")
 
 
+def decision_request_id(run_id: str) -> str:
+    """The request id of the one decision on the interrupted run ``run_id`` (server-derived:
+    its prefix is reserved, so no client id can take it first)."""
+    return f"resume:{run_id}"
+
+
 def _check_request_id(request_id: object) -> str:
+    """A client's request id: printable ASCII, at most ``REQUEST_ID_MAX_CHARS``, and never in
+    the server's namespace (:data:`~yuxi.vocabulary.SERVER_REQUEST_ID_PREFIXES`). Otherwise a
+    chat run posted as ``resume:<run id>`` would hold that interruption's decision id, and every
+    later approve or reject would be answered by it (issue 27 §6)."""
     if request_id is None:
         return uuid.uuid4().hex
+    if isinstance(request_id, str) and request_id.startswith(SERVER_REQUEST_ID_PREFIXES):
+        raise InvalidArgument(
+            "request_id must not start with "
+            + " or ".join(repr(p) for p in SERVER_REQUEST_ID_PREFIXES)
+            + ": those ids are the server's"
+        )
     if (
         not isinstance(request_id, str)
         or not request_id.strip()
@@ -64,6 +80,18 @@ def auto_title(first_message: str) -> str:
     if len(line) <= AUTO_TITLE_MAX_CHARS:
         return line
     return line[: AUTO_TITLE_MAX_CHARS - 1].rstrip() + "…"
+
+
+def _decision_of(run: AgentRun, interrupted_run_id: str) -> AgentRun:
+    """``run``, if it is a resume run of the interruption ``interrupted_run_id``; a decision
+    never answers any other run. Only a client run stored before its prefix was reserved could
+    hold the id (migration 0010 moves those out of the server's namespace): fail closed."""
+    if run.run_type != "resume" or run.created_by_run_id != interrupted_run_id:
+        raise Conflict(
+            "this interruption's decision id is held by a run that is not its decision; "
+            "it cannot be answered"
+        )
+    return run
 
 
 async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversation:
@@ -226,11 +254,12 @@ class ChatService:
             interrupted = await uow.runs.get_owned(uid, run_id)
             if interrupted is None:
                 raise NotFound("run not found")
-            # One decision per interruption: the request id is derived from the run.
-            request_id = f"resume:{run_id}"
+            # One decision per interruption: the request id is derived from the run (a prefix
+            # only the server uses), and whatever holds it must be this interruption's resume.
+            request_id = decision_request_id(run_id)
             existing = await uow.runs.get_by_request(uid, request_id)
             if existing is not None:
-                return existing, False
+                return _decision_of(existing, run_id), False
             if interrupted.status != "interrupted":
                 raise Conflict(f"run is {interrupted.status}, not waiting for approval")
             # Same rule as a new message: only an active thread runs (a deleted one is gone).
@@ -245,6 +274,7 @@ class ChatService:
                 input_payload={"decision": decision},
                 created_by_run_id=run_id,
             )
+            _decision_of(run, run_id)  # a lost race returns the winner: it must be one too
             if created:
                 await uow.events.append(run.id, "run_status", {"status": "pending"})
             await uow.commit()
