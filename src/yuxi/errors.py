@@ -33,6 +33,10 @@ Three audiences, three kinds of error (kept apart on purpose):
     │   ├── WorkspaceFileNotFound          file_not_found
     │   └── FileTooLarge                   file_too_large
     ├── StorageUnavailable                 storage_unavailable   (database / lock failure)
+    ├── StorageFull                        storage_full          (the data dir's filesystem is
+    │                                                             full: ENOSPC, EDQUOT)
+    ├── StorageReadOnly                    storage_read_only     (the data dir takes no writes:
+    │                                                             EROFS, EACCES)
     ├── ModelOutputTruncated               model_output_truncated (a run's end: the model kept
     │                                                             sending cut-off tool calls)
     └── ToolError                          tool_error            (tell the model only)
@@ -129,6 +133,21 @@ class FileTooLarge(WorkspaceError):
 
 class StorageUnavailable(YuxiError):
     code = "storage_unavailable"
+
+
+class StorageFull(YuxiError):
+    """The filesystem holding the data dir has no room (or the quota is used): a write was
+    refused whole — the old file is intact, no temp is left, no memory version is recorded.
+    Reads go on; the same write succeeds once space returns (design.md "A full disk")."""
+
+    code = "storage_full"
+
+
+class StorageReadOnly(YuxiError):
+    """The data dir does not take writes (a read-only mount, or not writable by the server's
+    user): refused whole like :class:`StorageFull`; the fix is the mount, not the space."""
+
+    code = "storage_read_only"
 
 
 class ModelOutputTruncated(YuxiError):

@@ -352,7 +352,7 @@ async def test_reclaimed_run_refuses_the_previous_worker(container: Container) -
 # -- storage failures -------------------------------------------------------------------------
 
 
-async def test_publish_failure_is_storage_unavailable_and_keeps_old_bytes(
+async def test_publish_on_a_full_disk_is_storage_full_and_keeps_old_bytes(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     uid = await make_user(container)
@@ -367,7 +367,7 @@ async def test_publish_failure_is_storage_unavailable_and_keeps_old_bytes(
     monkeypatch.setattr(os, "rename", broken_rename)
     result = await _remember(container, run, "lost?")
     monkeypatch.undo()
-    assert result["code"] == "storage_unavailable"
+    assert result["code"] == "storage_full"
     assert sha256_of(path) == before
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
 

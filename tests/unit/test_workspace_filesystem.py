@@ -24,6 +24,7 @@ from yuxi.errors import (
     FileTooLarge,
     InvalidArgument,
     NotARegularFile,
+    StorageFull,
     SymlinkRefused,
     UnsafePath,
     WorkspaceFileNotFound,
@@ -455,8 +456,10 @@ async def test_failed_write_leaves_old_bytes_and_no_temp_file(
         raise OSError(errno.ENOSPC, "disk full")
 
     monkeypatch.setattr(os, "write", write_then_fail)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(StorageFull) as refused:
         await ws.replace_file(MEMORY_PATH, NEW)
+    assert isinstance(refused.value.__cause__, OSError)
+    assert refused.value.__cause__.errno == errno.ENOSPC
     assert calls == 2
     assert memory.read_bytes() == OLD
     assert temp_files(memory.parent) == []
@@ -505,7 +508,7 @@ async def test_failed_temp_create_leaves_old_bytes_and_no_temp_file(
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", refuse_temp)
-    with pytest.raises(OSError, match="quota exceeded"):
+    with pytest.raises(StorageFull):  # a used quota is a full disk to the writer
         await ws.replace_file(MEMORY_PATH, NEW)
     assert memory.read_bytes() == OLD
     assert temp_files(memory.parent) == []

@@ -37,6 +37,9 @@ STATUS_BY_CODE = {
     "precondition_required": 428,
     "file_too_large": 413,
     "storage_unavailable": 503,
+    # The data dir takes no writes now (full / read-only); nothing was changed (design.md).
+    "storage_full": 507,
+    "storage_read_only": 507,
     "configuration_error": 500,
     "model_output_truncated": 502,
     # ToolError codes are told to the model, never sent by a route; should one ever escape a

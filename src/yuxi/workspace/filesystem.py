@@ -46,6 +46,7 @@ from yuxi.workspace._fd import (
     read_at_most,
 )
 from yuxi.workspace._paths import is_temp_name, split_relative_path, workspace_dirname
+from yuxi.workspace._storage import refused_writes
 from yuxi.workspace.locking import T, workspace_lock, workspace_lock_then
 from yuxi.workspace.publishing import publish_file, remove_stale_temps
 
@@ -146,15 +147,16 @@ class Workspace:
         Only what is missing is created; an existing entry is never opened, truncated or
         overwritten (even a symlink is left alone here — reads and writes refuse it later).
         """
-        dir_fd = self._open_dir(("agents",), create=True)
-        try:
-            created = False
-            for path in _INITIAL_FILES:
-                created |= create_file_if_missing(dir_fd, path.rsplit("/", 1)[1])
-            if created:
-                os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        with refused_writes("the workspace"):
+            dir_fd = self._open_dir(("agents",), create=True)
+            try:
+                created = False
+                for path in _INITIAL_FILES:
+                    created |= create_file_if_missing(dir_fd, path.rsplit("/", 1)[1])
+                if created:
+                    os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
 
     async def ensure_user_workspace(self) -> None:
         await asyncio.to_thread(self.ensure_user_workspace_sync)
@@ -235,17 +237,20 @@ class Workspace:
         * mutual exclusion: two concurrent publishers each publish atomically, the last rename
           wins. Read-modify-write callers must hold the per-uid lock (design.md §5.3).
 
-        Raises :class:`UnsafePath`, :class:`SymlinkRefused`, :class:`NotARegularFile`, or the
-        :class:`OSError` of the step that failed (``ENOSPC``, ``EIO``, …).
+        Raises :class:`UnsafePath`, :class:`SymlinkRefused`, :class:`NotARegularFile`,
+        :class:`StorageFull` (``ENOSPC``, ``EDQUOT``), :class:`StorageReadOnly` (``EROFS``,
+        ``EACCES``) — each after the temp is gone, the target untouched — or the
+        :class:`OSError` of the step that failed (``EIO``, …).
         """
         if not isinstance(data, bytes):
             raise InvalidArgument(f"data must be bytes, not {type(data).__name__}")
         components = split_relative_path(path)
-        dir_fd = self._open_dir(components[:-1], create=True)
-        try:
-            publish_file(dir_fd, components[-1], data, path)
-        finally:
-            os.close(dir_fd)
+        with refused_writes(path):
+            dir_fd = self._open_dir(components[:-1], create=True)
+            try:
+                publish_file(dir_fd, components[-1], data, path)
+            finally:
+                os.close(dir_fd)
 
     async def replace_file(self, path: str, data: bytes) -> None:
         """Async :meth:`replace_file_sync` (see there for the exact guarantees)."""
@@ -302,7 +307,8 @@ class Workspace:
             if not stat.S_ISREG(st.st_mode):
                 raise NotARegularFile(f"not a regular file: {path}")
             try:
-                os.unlink(components[-1], dir_fd=dir_fd)
+                with refused_writes(path):
+                    os.unlink(components[-1], dir_fd=dir_fd)
             except FileNotFoundError as exc:
                 raise WorkspaceFileNotFound(f"file not found: {path}") from exc
             os.fsync(dir_fd)

@@ -31,6 +31,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from yuxi.workspace._storage import refused_writes
+
 T = TypeVar("T")
 
 #: Back-off between attempts on a lock another process holds (seconds, doubling up to the cap).
@@ -45,11 +47,13 @@ _waiters: weakref.WeakKeyDictionary[
 
 def _open(path: Path) -> int:
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        return os.open(path, flags, 0o600)
-    except FileNotFoundError:  # the first lock under this root: create .locks/
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return os.open(path, flags, 0o600)
+    # Only writers lock: on a full or read-only data dir they are refused here already.
+    with refused_writes("the workspace lock"):
+        try:
+            return os.open(path, flags, 0o600)
+        except FileNotFoundError:  # the first lock under this root: create .locks/
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return os.open(path, flags, 0o600)
 
 
 def try_lock(fd: int) -> bool:

@@ -17,10 +17,12 @@ directory fsync; one worker thread); the block commits as it ends, still inside 
 block that published nothing commits nothing.
 
 So a record that fails or is cancelled leaves MEMORY.md as it was and no temp file: nothing was
-written yet. Once the replacement has started, a cancelled writer still waits for it to end
-before it lets go of the locks (otherwise the next writer could read the file the rename is
-about to replace); its transaction then rolls back and the next write records the file as
-``system`` / ``recovered``.
+written yet. A replacement that fails (``StorageFull``, ``StorageReadOnly``, ``EIO``: the old
+file intact, no temp left) marks the block failed, and a failed block never commits: its version
+rolls back with the transaction, even if the caller caught the error and went on. Once the
+replacement has started, a cancelled writer still waits for it to end before it lets go of the
+locks (otherwise the next writer could read the file the rename is about to replace); its
+transaction then rolls back and the next write records the file as ``system`` / ``recovered``.
 
 An agent's write is therefore three statements (gate, record, commit) and two hops off the
 event loop (flock + read; replace).
@@ -98,6 +100,10 @@ class LockedMemory:
     auth: MemoryWriteAuthorization | None = None
     identity: RunIdentity | None = None
     published: list[NewVersion] = field(default_factory=list)
+    #: A replacement failed (a full or read-only disk, EIO, a cancellation): the block commits
+    #: nothing, even if its caller goes on — the version recorded in it names bytes that are
+    #: not on disk.
+    failed: bool = False
 
     async def agent_provenance(self, tool_call_id: str | None) -> Provenance:
         """The run, thread and tool call of this agent write; the asking user message (the
@@ -133,7 +139,11 @@ class LockedMemory:
             target_version_id=target_version_id,
             quota=quota,
         )
-        await replace_memory_file(self.workspace, result)
+        try:
+            await replace_memory_file(self.workspace, result)
+        except BaseException:
+            self.failed = True
+            raise
         self.published.append(version)
         return version
 
@@ -182,7 +192,7 @@ class MemoryWriteAccess:
         async with workspace.locked_then(lambda: read_current_file_sync(workspace)) as current:
             locked = LockedMemory(uow, workspace, uid, current)
             yield locked
-            if locked.published:
+            if locked.published and not locked.failed:
                 # Still inside both locks: the version and the file change become visible
                 # together to the next writer (who would otherwise repair the gap).
                 await uow.commit()

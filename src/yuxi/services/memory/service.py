@@ -9,9 +9,11 @@ file tools) are :mod:`yuxi.services.memory._edits`, the pure text rules are
 
 ``remember_memory`` returns a typed :class:`MemoryWriteResult` or raises a
 :class:`~yuxi.errors.YuxiError` (the tool adapter tells the model; the run goes on). Every refusal
-leaves the file untouched. Storage failures are :class:`~yuxi.errors.StorageUnavailable` — except
-when the publish already happened and only ending the transaction failed: the file did change,
-so the result says so (``updated``), truthfully.
+leaves the file untouched. A full or read-only data dir is :class:`~yuxi.errors.StorageFull` /
+:class:`~yuxi.errors.StorageReadOnly` (no version recorded). Other storage failures are
+:class:`~yuxi.errors.StorageUnavailable` — except when the publish already happened and only
+ending the transaction failed: the file did change, so the result says so (``updated``),
+truthfully.
 
 Every MEMORY.md writer goes through :mod:`yuxi.services.memory._writer`: it holds, in this order,
 the per-uid PostgreSQL advisory lock (the authority across workers, held until the unit of work
