@@ -46,6 +46,8 @@ Three audiences, three kinds of error (kept apart on purpose):
         ├── MemoryQuotaExceeded            memory_quota_exceeded (the run's write quota is used)
         ├── MemoryReadOnly                 memory_read_only      (an evaluation run: read only)
         ├── MemoryInvalidEncoding          memory_invalid_encoding
+        ├── MemoryWriteRejected            memory_write_rejected (the user rejected the write
+        │                                                         at its approval: nothing saved)
         ├── ForbiddenPath                  forbidden_path        (MEMORY.md without memory)
         ├── NotText                        not_text              (a file that is not UTF-8)
         ├── EditConflict                   edit_conflict         (`old` found 0 or ≥ 2 times)
@@ -186,6 +188,12 @@ class MemoryReadOnly(ToolError):
 
 class MemoryInvalidEncoding(ToolError):
     code = "memory_invalid_encoding"
+
+
+class MemoryWriteRejected(ToolError):
+    """The user rejected a ``remember_memory`` call put to them for approval; nothing was saved."""
+
+    code = "memory_write_rejected"
 
 
 class ForbiddenPath(ToolError):

@@ -29,6 +29,11 @@ MEMORY_LINT_COMPARISONS_MAX = 50_000
 MEMORY_VERSIONS_KEEP = 100
 #: Sum of the retained versions' content sizes.
 MEMORY_VERSIONS_MAX_BYTES = 2 * 1024 * KIB
+#: A memory export document sent to ``POST /api/v1/memory/import`` (JSON): it holds every
+#: retained version's content and diff, so up to about three times the retention bound, plus
+#: room for JSON escaping. Its ``content`` must still fit ``MEMORY_FILE_MAX_BYTES``; a Markdown
+#: import is bounded by ``MEMORY_FILE_MAX_BYTES`` itself.
+MEMORY_IMPORT_DOCUMENT_MAX_BYTES = 16 * 1024 * KIB
 
 # -- memory write quota per run (defaults of YUXI_MEMORY_WRITES_PER_RUN / _BYTES_PER_RUN) --------
 MEMORY_WRITES_PER_RUN = 5

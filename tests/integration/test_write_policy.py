@@ -58,7 +58,9 @@ class Planted:
 
     @property
     def content(self) -> str:
-        return f"my password is hunter2 {self.marker}"
+        # Not secret-shaped: this run is held for its taint alone (test_secret_writes.py has
+        # the secret rule).
+        return f"my tea is oolong {self.marker}"
 
     def message(self) -> str:
         return f"read thread: {self.old_thread}\nremember: {self.content}"
@@ -133,9 +135,13 @@ async def test_a_rejected_tainted_write_writes_nothing_and_the_model_is_told(
     done, events = await _decide(container, worker, planted.uid, run.id, "reject")
     assert done.status == "completed", done.error_message
     (told,) = _events(events, "tool_end", "remember_memory")
-    assert told["status"] == "error" and "rejected" in told["result"]
+    assert told["status"] == "error"
+    # The model is told in our structured error shape: the code, why it was held, no retry.
+    payload = json.loads(told["result"])
+    assert (payload["code"], payload["reasons"]) == ("memory_write_rejected", ["tainted"])
+    assert "nothing was saved" in payload["error"]
     reply = done.output["reply"]  # type: ignore[index]
-    assert reply.splitlines()[-1] == f"I couldn't save that: {told['result']}"
+    assert reply.splitlines()[-1] == f"I couldn't save that: {payload['error']}"
     assert sha256_of(memory_file(container, planted.uid)) == before
     assert planted.marker not in memory_file(container, planted.uid).read_text()
 

@@ -52,6 +52,7 @@ STATUS_BY_CODE = {
     "memory_quota_exceeded": 429,
     "memory_read_only": 403,
     "memory_invalid_encoding": 400,
+    "memory_write_rejected": 409,
     "forbidden_path": 403,
     "not_text": 400,
     "edit_conflict": 409,

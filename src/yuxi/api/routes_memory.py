@@ -7,11 +7,21 @@ every writer, If-Match on restore, undo only while the file is that version's re
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Header, Request, Response
 
 from yuxi.api.deps import ServicesDep, UidDep
+from yuxi.errors import FileTooLarge
+from yuxi.limits import MEMORY_FILE_MAX_BYTES, MEMORY_IMPORT_DOCUMENT_MAX_BYTES
+from yuxi.services.memory import (
+    IMPORT_MEDIA_TYPES,
+    MemoryExport,
+    MemoryImportPreview,
+    MemoryImportResult,
+    encode_export,
+)
 from yuxi.services.memory.views import (
     MemoryChangeView,
     MemoryVersionDetail,
@@ -67,3 +77,91 @@ async def undo_version(
     change = await services.memory_versions.undo(uid, version_id)
     response.headers["ETag"] = change.etag
     return change
+
+
+@router.get(
+    "/export",
+    response_model=MemoryExport,
+    responses={200: {"content": {"text/markdown": {}}, "description": "the document or the file"}},
+)
+async def export_memory(
+    uid: UidDep, services: ServicesDep, format: Literal["json", "markdown"] = "json"
+) -> Any:
+    """The export document (``format=json``, the default) or MEMORY.md itself (``markdown``)."""
+    if format == "markdown":
+        data, etag = await services.memory_versions.export_markdown(uid)
+        return Response(
+            content=data,
+            media_type="text/markdown; charset=utf-8",
+            headers={"ETag": etag, "Content-Disposition": 'attachment; filename="MEMORY.md"'},
+        )
+    doc = await services.memory_versions.export(uid)
+    body = await asyncio.to_thread(encode_export, doc)
+    return Response(
+        content=body,
+        media_type="application/json",
+        headers={
+            "ETag": doc.etag,
+            "Content-Disposition": 'attachment; filename="memory-export.json"',
+        },
+    )
+
+
+_IMPORT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "text/markdown": {"schema": {"type": "string"}},
+            "text/plain": {"schema": {"type": "string"}},
+            "application/json": {"schema": {"type": "object"}},
+        },
+    }
+}
+
+
+@router.post(
+    "/import",
+    response_model=MemoryImportPreview | MemoryImportResult,
+    openapi_extra=_IMPORT_BODY,
+    responses={
+        400: {"description": "invalid_import: not UTF-8, a NUL byte, not JSON"},
+        412: {"description": "stale If-Match"},
+        413: {"description": "over the MEMORY.md limit"},
+        415: {"description": "not Markdown, plain text or JSON"},
+        422: {"description": "unsupported_import_format: JSON that is not our export document"},
+        428: {"description": "no If-Match (an apply)"},
+    },
+)
+async def import_memory(
+    request: Request,
+    uid: UidDep,
+    services: ServicesDep,
+    response: Response,
+    dry_run: bool = False,
+    if_match: Annotated[str | None, Header()] = None,
+) -> MemoryImportPreview | MemoryImportResult:
+    media_type = request.headers.get("content-type")
+    json_body = (media_type or "").split(";")[0].strip().lower() == "application/json"
+    limit = MEMORY_IMPORT_DOCUMENT_MAX_BYTES if json_body else MEMORY_FILE_MAX_BYTES
+    body = await _bounded_body(request, limit)
+    result = await services.memory_versions.import_memory(
+        uid, body, media_type, dry_run=dry_run, if_match=if_match
+    )
+    if isinstance(result, MemoryImportResult):
+        response.headers["ETag"] = result.etag
+    return result
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes:
+    """The request body, refused as soon as it passes ``limit`` (never buffered beyond it)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise FileTooLarge(
+                f"an import may be at most {limit} bytes ({', '.join(IMPORT_MEDIA_TYPES)}); "
+                "nothing was written"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -6,6 +6,7 @@ an untainted write is one step, a tainted one interrupts and writes only when ap
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -179,12 +180,12 @@ async def test_a_tainted_remember_waits_and_writes_once_when_approved(tmp_path: 
     ws = _workspace(tmp_path)
     memory = FakeMemory(ws, remember_result=_updated())
     graph = await _graph(ws, memory)
-    paused = await _say(graph, "read file: notes.md\nremember: my password is hunter2")
+    paused = await _say(graph, "read file: notes.md\nremember: my tea is oolong")
     (interrupt,) = paused["__interrupt__"]
     (action,) = interrupt.value["action_requests"]
     assert action == {
         "name": REMEMBER_MEMORY_TOOL,
-        "args": {"content": "my password is hunter2"},
+        "args": {"content": "my tea is oolong"},
         "description": TAINTED_WRITE_DESCRIPTION,
     }
     assert interrupt.value["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
@@ -194,8 +195,8 @@ async def test_a_tainted_remember_waits_and_writes_once_when_approved(tmp_path: 
         Command(resume={"decisions": [{"type": "approve"}]}), _CONFIG, context=CTX
     )
     assert "__interrupt__" not in resumed
-    assert [c["content"] for c in memory.calls_to("remember_memory")] == ["my password is hunter2"]
-    assert "Saved to memory: «my password is hunter2»" in resumed["messages"][-1].text
+    assert [c["content"] for c in memory.calls_to("remember_memory")] == ["my tea is oolong"]
+    assert "Saved to memory: «my tea is oolong»" in resumed["messages"][-1].text
 
 
 async def test_a_rejected_tainted_remember_writes_nothing_and_the_model_is_told(
@@ -204,7 +205,7 @@ async def test_a_rejected_tainted_remember_writes_nothing_and_the_model_is_told(
     ws = _workspace(tmp_path)
     memory = FakeMemory(ws, remember_result=_updated())
     graph = await _graph(ws, memory)
-    await _say(graph, "search history: hunter2\nremember: my password is hunter2")
+    await _say(graph, "search history: hunter2\nremember: my tea is oolong")
     resumed = await graph.ainvoke(
         Command(resume={"decisions": [{"type": "reject", "message": "no"}]}),
         _CONFIG,
@@ -213,6 +214,11 @@ async def test_a_rejected_tainted_remember_writes_nothing_and_the_model_is_told(
     assert memory.calls_to("remember_memory") == []
     told = [m for m in resumed["messages"] if isinstance(m, ToolMessage)][-1]
     assert (told.name, told.status) == (REMEMBER_MEMORY_TOOL, "error")
+    # A structured error, not LangChain's free text: the code, why it was held, what to do.
+    payload = json.loads(told.text)
+    assert set(payload) == {"status", "code", "error", "reasons"}
+    assert (payload["status"], payload["code"]) == ("error", "memory_write_rejected")
+    assert payload["reasons"] == ["tainted"]
+    assert "nothing was saved" in payload["error"]
     final = resumed["messages"][-1].text
-    assert final.splitlines()[-1] == f"I couldn't save that: {told.text}"
-    assert told.text.endswith("with reason: no")
+    assert final.splitlines()[-1] == f"I couldn't save that: {payload['error']}"

@@ -9,7 +9,6 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import (
     AgentMiddleware,
     AgentState,
-    HumanInTheLoopMiddleware,
     InputAgentState,
     InterruptOnConfig,
     ModelCallLimitMiddleware,
@@ -23,7 +22,11 @@ from langgraph.types import Checkpointer
 
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.middlewares.memory import create_memory_middleware
-from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL, tainted_memory_write_approval
+from yuxi.agents.middlewares.taint import (
+    REMEMBER_MEMORY_TOOL,
+    ApprovalMiddleware,
+    memory_write_approval,
+)
 from yuxi.agents.middlewares.tool_call_integrity import (
     ToolCallIntegrityMiddleware,
     call_is_unanswered,
@@ -79,7 +82,8 @@ async def build_chatbot_graph(
     four memory tools; when off, the system prompt ends with ``MEMORY_OFF_NOTE`` (the model
     can tell the user memory is off, not that it is empty). The generic write/edit tools pause
     for human approval, and so does ``remember_memory`` in a tainted run (after untrusted
-    input; see :mod:`yuxi.agents.middlewares.taint`); the generic tools may touch MEMORY.md only
+    input) or when its content looks like a secret (see :mod:`yuxi.agents.middlewares.taint`);
+    the generic tools may touch MEMORY.md only
     while memory is on. Invoke the graph with ``context=context``.
     """
     if workspace.uid != context.uid:
@@ -102,12 +106,13 @@ async def build_chatbot_graph(
     interrupt_on: dict[str, bool | InterruptOnConfig] = dict.fromkeys(SENSITIVE_TOOLS, approval)
     if memory_middleware is not None:
         middleware.append(memory_middleware)
-        # A memory write after untrusted input waits for the user (yuxi.agents.middlewares.taint).
-        tainted = tainted_memory_write_approval()
-        tainted_only = tainted["when"]
-        tainted["when"] = lambda request: call_is_unanswered(request) and tainted_only(request)
-        interrupt_on[REMEMBER_MEMORY_TOOL] = tainted
-    middleware.append(HumanInTheLoopMiddleware(interrupt_on=interrupt_on))
+        # A memory write after untrusted input, or of something secret-shaped, waits for the
+        # user (yuxi.agents.middlewares.taint).
+        held = memory_write_approval()
+        held_only = held["when"]
+        held["when"] = lambda request: call_is_unanswered(request) and held_only(request)
+        interrupt_on[REMEMBER_MEMORY_TOOL] = held
+    middleware.append(ApprovalMiddleware(interrupt_on=interrupt_on))
     middleware.append(ToolCallIntegrityMiddleware())
     middleware.extend(run_limit_middleware(model_call_limit, tool_call_limit))
     if memory_middleware is None:

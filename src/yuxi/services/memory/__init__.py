@@ -6,14 +6,22 @@ Public surface:
   and :class:`MemoryVersionService` (versions, diffs, restore and undo);
 * what they return, and the views the API serialises (:mod:`.views`);
 * the pure text rules the services apply, for tests and tools that check them on their own
-  input: entries, edits, lint, provenance and diffs.
+  input: entries, edits, lint, provenance and diffs; :func:`held_secret_kinds` (the lint's
+  :func:`secret_kinds` less its one statistical guess) is also the one definition of a
+  secret-shaped memory write (the approval rule in :mod:`yuxi.agents.middlewares.taint`).
 
 Everything else (the write lock and publish, version recording, retention) is private.
 """
 
 from yuxi.services.memory._entries import MemoryEntry, split_entries
 from yuxi.services.memory._lint import LintFinding, lint_memory
-from yuxi.services.memory._lint_patterns import luhn_valid
+from yuxi.services.memory._lint_patterns import (
+    RANDOM_KEY_KIND,
+    held_secret_kinds,
+    injection_kinds,
+    luhn_valid,
+    secret_kinds,
+)
 from yuxi.services.memory._lint_similarity import NEAR_DUPLICATE_JACCARD, bigrams, near_duplicates
 from yuxi.services.memory._provenance import entry_sources, unified_diff
 from yuxi.services.memory._text import (
@@ -41,6 +49,7 @@ __all__ = [
     "MEMORY_DISPLAY_PATH",
     "NEAR_DUPLICATE_JACCARD",
     "PROMPT_TRUNCATION_NOTE",
+    "RANDOM_KEY_KIND",
     "CurrentFile",
     "LintFinding",
     "LockedMemory",
@@ -57,10 +66,13 @@ __all__ = [
     "encode_result",
     "entry_sources",
     "find_whole_lines",
+    "held_secret_kinds",
+    "injection_kinds",
     "lint_memory",
     "luhn_valid",
     "near_duplicates",
     "replace_memory_file",
+    "secret_kinds",
     "snapshot_of",
     "split_entries",
     "unified_diff",

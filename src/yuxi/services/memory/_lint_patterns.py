@@ -23,7 +23,7 @@ from itertools import pairwise
 from yuxi.utils.prompt_framing import find_markup
 from yuxi.utils.unicode_fold import fold_compat
 
-__all__ = ["injection_kinds", "secret_kinds"]
+__all__ = ["RANDOM_KEY_KIND", "held_secret_kinds", "injection_kinds", "secret_kinds"]
 
 _I = re.IGNORECASE
 
@@ -111,10 +111,12 @@ def _password_value(match: re.Match[str]) -> bool:
 # A payment card: 13-19 digits, contiguous or grouped as printed (4-4-4-4[-x], 4-6-5/4), starting
 # with a digit an issuer uses (2-6: Mastercard, Amex, Visa, Discover, UnionPay, JCB — this leaves
 # out ms timestamps and ISBNs), passing the Luhn check. Dates and phone numbers are not grouped so.
+# The digits stand on their own: a digit run inside a hex id or a token ("f6228496572249269a…")
+# is part of that, not a card.
 _CARD = re.compile(
-    r"(?<![0-9])(?:[2-6][0-9]{12,18}"
+    r"(?<![0-9A-Za-z])(?:[2-6][0-9]{12,18}"
     r"|[2-6][0-9]{3}(?P<s>[ \-])[0-9]{4}(?P=s)[0-9]{4}(?P=s)[0-9]{1,7}"
-    r"|[2-6][0-9]{3}(?P<t>[ \-])[0-9]{6}(?P=t)[0-9]{4,5})(?![0-9])"
+    r"|[2-6][0-9]{3}(?P<t>[ \-])[0-9]{6}(?P=t)[0-9]{4,5})(?![0-9A-Za-z])"
 )
 
 
@@ -161,8 +163,34 @@ def _random_looking(match: re.Match[str]) -> bool:
     return entropy >= 3.5
 
 
+# A URL that carries a password: ``scheme://user:password@host`` (database and broker connection
+# strings, ``https://user:pass@host``). Without a password (``postgres://localhost/dev``,
+# ``ssh://git@host``) it is an address, not a credential. A password that is visibly not one —
+# masked (``***``, ``xxx``, ``•••``) or a template variable (``${DB_PASSWORD}``, ``$PGPASS``,
+# ``{password}``, ``<password>``, ``%s``) — is not flagged; any other value is, however short:
+# ``mysql://u:p@h`` is the form a real credential takes, and a placeholder that looks like a
+# real one (``user:pass``) reads to a model provider exactly as a real one would.
+_CREDENTIAL_URL = re.compile(
+    r"(?<![A-Za-z0-9+.\-])[a-z][a-z0-9+.\-]{0,30}://[^\s:/@?#]*:(?P<password>[^\s/@?#]+)@"
+    r"(?=[A-Za-z0-9\[])",
+    _I,
+)
+_NOT_A_PASSWORD = re.compile(
+    r"\*+|x{3,}|•+|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{\{?[^}]*\}?\}|<[^>]*>|%s|\[[^\]]*\]", _I
+)
+
+
+def _real_password(match: re.Match[str]) -> bool:
+    return _NOT_A_PASSWORD.fullmatch(match["password"]) is None
+
+
+#: The one secret kind that is a guess from the look of a string, not from the shape a
+#: credential has (a prefix, a structure, a keyword): it also fits ids, hashes and commit SHAs.
+RANDOM_KEY_KIND = "a long random key"
+
 _SECRET_RULES = (
     _Rule("an API key", _API_KEY),
+    _Rule("a connection URL with a password", _CREDENTIAL_URL, _real_password),
     _Rule("a JSON web token", _JWT),
     _Rule("a bearer token", _BEARER),
     _Rule("a private key", _PRIVATE_KEY),
@@ -171,13 +199,20 @@ _SECRET_RULES = (
     _Rule("a password", _PASSWORD_ZH),
     _Rule("a password", _PIN),
     _Rule("a card number", _CARD, _card_number),
-    _Rule("a long random key", _RUN, _random_looking),
+    _Rule(RANDOM_KEY_KIND, _RUN, _random_looking),
 )
 
 
 def secret_kinds(text: str) -> list[str]:
     """What in ``text`` looks like a credential or card number (kinds, in rule order)."""
     return _kinds(_SECRET_RULES, fold_compat(text))
+
+
+def held_secret_kinds(text: str) -> list[str]:
+    """The kinds of :func:`secret_kinds` that hold a memory write for the user's approval: all
+    but :data:`RANDOM_KEY_KIND`. Holding every write that names a commit SHA or a request id
+    would teach the user to approve without reading; the lint still flags those afterwards."""
+    return [kind for kind in secret_kinds(text) if kind != RANDOM_KEY_KIND]
 
 
 # -- injection_like -----------------------------------------------------------------------------
@@ -231,6 +266,47 @@ _TOOL_SYNTAX = re.compile(
 _TEMPLATE_MARKUP = re.compile(r"\[/?inst\]|<<\s*/?sys\s*>>", _I)
 _MARKUP = "prompt markup"
 
+# Lines that imitate the structure of a prompt. Memory files are Markdown and their owners use
+# headings, tags and "Label: value" lines for ordinary facts, so each rule is narrow:
+#
+# * a heading (``#`` to ``######`` at the start of a line) whose whole text names a prompt
+#   section or a role — "## System prompt", "### Instruction:", "# Assistant", "## 新指令". A
+#   heading that organises facts ("# Memory", "## Work", "## User", "## Rules I follow") is not
+#   flagged, nor is "##" that does not start a heading ("## is how I write headings": the text
+#   after it is a sentence, not a section name);
+# * an XML-like tag named after a chat role or prompt part — ``<user>``, ``</instructions>``,
+#   ``<context>``, ``<start_of_turn>`` (HTML such as ``<b>`` or ``<div>`` is not; the framing's
+#   reserved names, ``<system>`` or ``<|im_start|>``, are caught by :func:`find_markup` below);
+# * a role marker starting a line (after a list bullet): ``system:``, ``assistant:``,
+#   ``developer:``, ``human:`` and 系统：, 助手：. ``user:`` is not one ("user: alice" is a login
+#   name). Borderline, and flagged on purpose: "System: Arch Linux" — a role marker is the most
+#   common frame of a fake prompt turn, and this is a finding for the owner, never a refusal.
+_SECTION = (
+    r"(?:new|updated|hidden|secret)\s+rules"
+    r"|(?:(?:new|updated|real|actual|hidden|secret|additional|important)\s+)?"
+    r"(?:(?:system|developer|assistant)(?:\s+(?:prompts?|instructions?|messages?|rules|role|turn))?"
+    r"|(?:user|human)\s+(?:prompts?|instructions?|messages?|turn)"
+    r"|instructions?|prompts?|responses?|tool\s+(?:calls?|results?|outputs?)"
+    r"|function\s+calls?)"
+)
+_HEADING = re.compile(
+    r"^[^\S\n]{0,3}#{1,6}[^\S\n]+(?:"
+    + _SECTION
+    + r"|(?:新的?)?(?:系统提示词?|系统指令|指令|提示词)"
+    r"|系统|助手)[^\S\n]*:?[^\S\n]*#*[^\S\n]*$",
+    _I | re.MULTILINE,
+)
+_ROLE_TAG = re.compile(
+    r"<[^\S\n]*/?[^\S\n]*(?:user|human|assistant|system|developer|model|instructions?|prompts?"
+    r"|context|rules|tools?|start_of_turn|end_of_turn)(?:[^\S\n][^<>\n]*)?/?>",
+    _I,
+)
+_ROLE_MARKER = re.compile(
+    r"^[^\S\n]*(?:(?:[-*+]|\d{1,9}[.)])[^\S\n]+)?(?:(?:system|assistant|developer|human)[^\S\n]*:"
+    r"|(?:系统|助手)[^\S\n]*:)",
+    _I | re.MULTILINE,
+)
+
 _INJECTION_RULES = (
     _Rule("an instruction to ignore earlier instructions", _IGNORE_EN),
     _Rule("an instruction to ignore earlier instructions", _IGNORE_ZH),
@@ -240,6 +316,9 @@ _INJECTION_RULES = (
     _Rule("text about the agent's own instructions", _META_ZH),
     _Rule("tool-call syntax", _TOOL_SYNTAX),
     _Rule(_MARKUP, _TEMPLATE_MARKUP),
+    _Rule("a heading that imitates a prompt section", _HEADING),
+    _Rule(_MARKUP, _ROLE_TAG),
+    _Rule("a role marker (system:, assistant:)", _ROLE_MARKER),
 )
 
 

@@ -33,6 +33,13 @@ from yuxi.limits import MEMORY_FILE_MAX_BYTES, MEMORY_PROMPT_MAX_BYTES
 from yuxi.services.memory._entries import MemoryEntry, split_entries
 from yuxi.services.memory._lint import LintFinding, lint_memory
 from yuxi.services.memory._provenance import entry_sources, unified_diff
+from yuxi.services.memory._transfer import (
+    MemoryExport,
+    MemoryImportPreview,
+    MemoryImportResult,
+    MemoryTransfer,
+    parse_import,
+)
 from yuxi.services.memory._versions import EMPTY_SHA256
 from yuxi.services.memory._writer import LockedMemory, MemoryWriteAccess
 from yuxi.services.memory.views import (
@@ -67,6 +74,7 @@ class MemoryVersionService:
         self._uow = uow
         self._workspace = workspace_factory
         self._lock = MemoryWriteAccess(uow, workspace_factory)
+        self._transfer = MemoryTransfer(uow, workspace_factory)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -175,6 +183,33 @@ class MemoryVersionService:
                 )
             result = await self._publish(locked, before, "undo", target)
         return result
+
+    # -- leaving and arriving (docs/design.md §10.5) -------------------------------------------
+
+    async def export(self, uid: str) -> MemoryExport:
+        """The export document: the file, its ETag, every retained version, the lint."""
+        return await self._transfer.export(uid)
+
+    async def export_markdown(self, uid: str) -> tuple[bytes, str]:
+        """MEMORY.md itself and its ETag."""
+        return await self._transfer.read(uid)
+
+    async def import_memory(
+        self,
+        uid: str,
+        body: bytes,
+        media_type: str | None,
+        *,
+        dry_run: bool,
+        if_match: str | None,
+    ) -> MemoryImportPreview | MemoryImportResult:
+        """Import Markdown or an export document as untrusted input: checked before anything
+        is locked; a dry run writes nothing; an apply needs ``If-Match`` and records one
+        ``user`` / ``import`` version."""
+        data = await asyncio.to_thread(parse_import, body, media_type)
+        if dry_run:
+            return await self._transfer.preview(uid, data)
+        return await self._transfer.apply(uid, data, if_match=if_match)
 
     @staticmethod
     async def _owned(uow: UnitOfWork, uid: str, version_id: str) -> MemoryVersion:
