@@ -16,6 +16,13 @@ Three audiences, three kinds of error (kept apart on purpose):
     YuxiError (code)
     ├── ConfigurationError                 configuration_error
     ├── InvalidArgument                    invalid_argument
+    │   ├── InvalidImport                  invalid_import        (a memory import that is not
+    │   │                                                         UTF-8 text without NUL, or
+    │   │                                                         JSON that does not parse)
+    │   ├── UnsupportedImportFormat        unsupported_import_format (JSON that is not a
+    │   │                                                         memory export this server
+    │   │                                                         reads: format or version)
+    │   ├── UnsupportedMediaType           unsupported_media_type (a body type not accepted)
     ├── NotFound                           not_found
     ├── Conflict                           conflict
     │   ├── PreconditionFailed             precondition_failed   (stale ETag / If-Match)
@@ -81,6 +88,22 @@ class ConfigurationError(YuxiError):
 
 class InvalidArgument(YuxiError):
     code = "invalid_argument"
+
+
+class InvalidImport(InvalidArgument):
+    """A memory import that is not a memory file (invalid UTF-8, a NUL byte) or not JSON."""
+
+    code = "invalid_import"
+
+
+class UnsupportedImportFormat(InvalidArgument):
+    """JSON that is not a memory export document of a format and version this server reads."""
+
+    code = "unsupported_import_format"
+
+
+class UnsupportedMediaType(InvalidArgument):
+    code = "unsupported_media_type"
 
 
 class NotFound(YuxiError):

@@ -24,6 +24,9 @@ _log = logging.getLogger(__name__)
 #: base class's status (``PreconditionFailed`` would be a ``Conflict``), then to 400.
 STATUS_BY_CODE = {
     "invalid_argument": 400,
+    "invalid_import": 400,
+    "unsupported_import_format": 422,
+    "unsupported_media_type": 415,
     "unsafe_path": 400,
     "symlink_refused": 400,
     "not_regular_file": 400,

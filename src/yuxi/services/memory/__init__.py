@@ -32,6 +32,17 @@ from yuxi.services.memory._text import (
     find_whole_lines,
     snapshot_of,
 )
+from yuxi.services.memory._transfer import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    IMPORT_MEDIA_TYPES,
+    ImportEntryView,
+    MemoryExport,
+    MemoryImportPreview,
+    MemoryImportResult,
+    encode_export,
+    parse_import,
+)
 from yuxi.services.memory._versions import EMPTY_SHA256, CurrentFile
 from yuxi.services.memory._writer import LockedMemory, replace_memory_file
 from yuxi.services.memory.service import (
@@ -46,14 +57,21 @@ from yuxi.services.memory.version_service import MemoryVersionService
 
 __all__ = [
     "EMPTY_SHA256",
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "IMPORT_MEDIA_TYPES",
     "MEMORY_DISPLAY_PATH",
     "NEAR_DUPLICATE_JACCARD",
     "PROMPT_TRUNCATION_NOTE",
     "RANDOM_KEY_KIND",
     "CurrentFile",
+    "ImportEntryView",
     "LintFinding",
     "LockedMemory",
     "MemoryEntry",
+    "MemoryExport",
+    "MemoryImportPreview",
+    "MemoryImportResult",
     "MemoryService",
     "MemorySnapshot",
     "MemoryVersionService",
@@ -63,6 +81,7 @@ __all__ = [
     "apply_replace",
     "bigrams",
     "decode_memory_file",
+    "encode_export",
     "encode_result",
     "entry_sources",
     "find_whole_lines",
@@ -71,6 +90,7 @@ __all__ = [
     "lint_memory",
     "luhn_valid",
     "near_duplicates",
+    "parse_import",
     "replace_memory_file",
     "secret_kinds",
     "snapshot_of",
