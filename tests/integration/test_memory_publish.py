@@ -203,3 +203,41 @@ async def test_a_writer_cancelled_during_the_replacement_waits_for_it(
     ).versions
     assert newest.version_id == after["version_id"]
     assert (recovered.actor, recovered.kind) == ("system", "recovered")
+
+
+@pytest.mark.parametrize(("code", "expected"), [(28, "storage_full"), (30, "storage_read_only")])
+async def test_a_full_or_read_only_disk_commits_no_version(
+    container: Container, monkeypatch: pytest.MonkeyPatch, code: int, expected: str
+) -> None:
+    """ENOSPC (28) on the temp's bytes, EROFS (30) on its creation: the version recorded before
+    the replacement rolls back with the quota count; the model is told the clear code."""
+    run, path, before = await _kept(container, "kept 保留")
+    recorded = asyncio.Event()
+    original = MemoryVersionRepository.record
+    real_write, real_open = os.write, os.open
+
+    async def record(self: MemoryVersionRepository, *args: Any, **kwargs: Any) -> Any:
+        version = await original(self, *args, **kwargs)
+        recorded.set()
+        return version
+
+    def write(fd: int, data: Any) -> int:
+        if code == 28 and os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+            raise OSError(code, os.strerror(code))
+        return real_write(fd, data)
+
+    def open_(name: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if code == 30 and str(name).endswith(".tmp"):
+            raise OSError(code, os.strerror(code))
+        return real_open(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryVersionRepository, "record", record)
+    monkeypatch.setattr(os, "write", write)
+    monkeypatch.setattr(os, "open", open_)
+    result = await remember(container, run, "写不下 no room")
+    monkeypatch.undo()
+    assert recorded.is_set()
+    assert result["code"] == expected, result
+    assert _temps(path) == []
+    assert await _state(container, run) == before
+    assert (await remember(container, run, "写得下 room again"))["status"] == "updated"

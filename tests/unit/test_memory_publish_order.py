@@ -5,6 +5,7 @@ cancelled writer (a real workspace on disk, the database faked)."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.unit.workspaces import OLD_MEMORY, memory_workspace, temp_files
+from yuxi.errors import StorageFull
 from yuxi.repositories.memory.version_repository import NewVersion
 from yuxi.services.memory import CurrentFile, LockedMemory, replace_memory_file
 from yuxi.workspace.filesystem import MEMORY_PATH, Workspace
@@ -112,3 +114,21 @@ async def test_a_cancelled_writer_returns_only_once_the_file_is_replaced(
         await asyncio.wait_for(task, 10)
     assert order == ["replaced", "writer left"]
     assert _file(ws) == "替换\n".encode() and temp_files(ws) == []
+
+
+async def test_a_replacement_on_a_full_disk_marks_the_block_failed(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The version is in the block's transaction but its bytes are not on disk: the block is
+    marked failed, so it never commits (even if its caller caught the error and went on)."""
+
+    def full(fd: int, data: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    locked = _locked(ws, _Versions(ws))
+    monkeypatch.setattr("os.write", full)
+    with pytest.raises(StorageFull):
+        await locked.publish("写不下\n".encode(), actor="user", kind="edit")
+    monkeypatch.undo()
+    assert locked.failed and locked.published == []
+    assert _file(ws) == OLD_MEMORY and temp_files(ws) == []
