@@ -24,6 +24,7 @@ from yuxi.db.engine import create_engine, create_session_factory, libpq_url
 from yuxi.db.notifications import Notifications
 from yuxi.observability.metrics import Metrics
 from yuxi.runtime.agent_runtime import AgentRuntime, RunLimits
+from yuxi.services.backup import BackupService, RestoreService
 from yuxi.services.chat.service import ChatService
 from yuxi.services.health_service import HealthService
 from yuxi.services.lookback.service import LookbackService
@@ -123,6 +124,8 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
         files=WorkspaceFileService(workspaces, memory, runs),
         runs=runs,
         health=HealthService(uow),
+        backup=BackupService(uow, root, url, embedded=embedded is not None),
+        restore=RestoreService(uow, root, url, embedded=embedded is not None),
     )
     return Container(
         settings=settings,

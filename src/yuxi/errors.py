@@ -23,10 +23,13 @@ Three audiences, three kinds of error (kept apart on purpose):
     │   │                                                         memory export this server
     │   │                                                         reads: format or version)
     │   ├── UnsupportedMediaType           unsupported_media_type (a body type not accepted)
+    │   └── ArchiveInvalid                 archive_invalid       (a damaged backup archive)
+    │       └── ArchiveUnsupported         archive_unsupported   (a newer format or schema)
     ├── NotFound                           not_found
     ├── Conflict                           conflict
     │   ├── PreconditionFailed             precondition_failed   (stale ETag / If-Match)
     │   ├── ActiveRunExists                active_run_exists
+    │   ├── RestoreTargetNotEmpty          restore_target_not_empty (yuxi restore, no --force)
     │   └── MemoryConflict                 memory_conflict       (`replaces` found 0 or ≥ 2
     │                                                             times; an undo after a later
     │                                                             change — told to the model
@@ -44,6 +47,8 @@ Three audiences, three kinds of error (kept apart on purpose):
     │                                                             full: ENOSPC, EDQUOT)
     ├── StorageReadOnly                    storage_read_only     (the data dir takes no writes:
     │                                                             EROFS, EACCES)
+    ├── BackupFailed                       backup_failed         (yuxi backup / restore)
+    │   └── BackupToolMissing              backup_tool_missing   (no usable pg_dump/pg_restore)
     ├── ModelOutputTruncated               model_output_truncated (a run's end: the model kept
     │                                                             sending cut-off tool calls)
     └── ToolError                          tool_error            (tell the model only)
@@ -173,6 +178,38 @@ class StorageReadOnly(YuxiError):
     user): refused whole like :class:`StorageFull`; the fix is the mount, not the space."""
 
     code = "storage_read_only"
+
+
+class BackupFailed(YuxiError):
+    """``yuxi backup`` or ``yuxi restore`` could not finish (a client tool failed, the database
+    changed under it); a backup leaves no archive, a restore says what it had done."""
+
+    code = "backup_failed"
+
+
+class BackupToolMissing(BackupFailed):
+    """No ``pg_dump`` / ``pg_restore`` able to talk to this server (the message says what to
+    install)."""
+
+    code = "backup_tool_missing"
+
+
+class ArchiveInvalid(InvalidArgument):
+    """A backup archive that is damaged or truncated: refused before anything is written."""
+
+    code = "archive_invalid"
+
+
+class ArchiveUnsupported(ArchiveInvalid):
+    """A backup archive of a newer format or a newer schema than this code knows."""
+
+    code = "archive_unsupported"
+
+
+class RestoreTargetNotEmpty(Conflict):
+    """``yuxi restore`` into a database or data dir that holds data (``--force`` replaces it)."""
+
+    code = "restore_target_not_empty"
 
 
 class ModelOutputTruncated(YuxiError):

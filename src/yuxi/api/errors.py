@@ -44,6 +44,12 @@ STATUS_BY_CODE = {
     "storage_full": 507,
     "storage_read_only": 507,
     "configuration_error": 500,
+    # Operator commands (yuxi backup / restore); no route raises them.
+    "backup_failed": 500,
+    "backup_tool_missing": 500,
+    "archive_invalid": 400,
+    "archive_unsupported": 422,
+    "restore_target_not_empty": 409,
     "model_output_truncated": 502,
     # ToolError codes are told to the model, never sent by a route; should one ever escape a
     # service into a request, it still gets an honest status.

@@ -3,8 +3,19 @@
 One module per command group; importing this package registers them all on :data:`app`.
 """
 
-from yuxi.cli import bench, db, evaluate, memory, serve, users
+from yuxi.cli import backup, bench, db, evaluate, memory, serve, users
 from yuxi.cli._app import app
 from yuxi.cli.serve import DEMO_UID, demo_banner
 
-__all__ = ["DEMO_UID", "app", "bench", "db", "demo_banner", "evaluate", "memory", "serve", "users"]
+__all__ = [
+    "DEMO_UID",
+    "app",
+    "backup",
+    "bench",
+    "db",
+    "demo_banner",
+    "evaluate",
+    "memory",
+    "serve",
+    "users",
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from yuxi.services.backup import BackupService, RestoreService
 from yuxi.services.chat.service import ChatService
 from yuxi.services.health_service import HealthService
 from yuxi.services.lookback.service import LookbackService
@@ -29,3 +30,5 @@ class Services:
     files: WorkspaceFileService
     runs: RunService
     health: HealthService
+    backup: BackupService
+    restore: RestoreService

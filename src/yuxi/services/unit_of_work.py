@@ -25,6 +25,7 @@ from typing import Self
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from yuxi.repositories.backup_repository import BackupRepository
 from yuxi.repositories.health_repository import HealthRepository
 from yuxi.repositories.lookback import LookbackRepository
 from yuxi.repositories.memory import MemoryGate
@@ -50,6 +51,7 @@ class UnitOfWork:
     memory_versions: MemoryVersionRepository
     memory_gate: MemoryGate
     health: HealthRepository
+    backup: BackupRepository
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
@@ -69,6 +71,7 @@ class UnitOfWork:
         self.memory_versions = MemoryVersionRepository(session)
         self.memory_gate = MemoryGate(session)
         self.health = HealthRepository(session)
+        self.backup = BackupRepository(session)
         return self
 
     async def __aexit__(
