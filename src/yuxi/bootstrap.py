@@ -116,7 +116,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     )
     runs = RunService(uow, lease_seconds=settings.lease_seconds, metrics=metrics)
     services = Services(
-        chat=ChatService(uow),
+        chat=ChatService(uow, workspaces),
         memory=memory,
         memory_versions=MemoryVersionService(uow, workspaces),
         lookback=LookbackService(uow, metrics=metrics),

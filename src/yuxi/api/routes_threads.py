@@ -1,15 +1,19 @@
-"""Threads: create, list, view (with messages), rename / hide from recall, archive, delete."""
+"""Threads: create, list, view (with messages), rename / hide from recall, archive, delete
+(optionally with the memory entries the thread wrote), and those entries."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 
 from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.api.schemas import ThreadCreate, ThreadList, ThreadPatch
 from yuxi.errors import InvalidArgument
 from yuxi.services.chat.views import ThreadDetail, ThreadSummary
+from yuxi.services.memory import ThreadForgetView, ThreadMemoryView
 
 router = APIRouter(prefix="/api/v1/threads", tags=["threads"])
 
@@ -65,6 +69,26 @@ async def unarchive_thread(thread_id: str, uid: UidDep, services: ServicesDep) -
     return await services.chat.unarchive_thread(uid, thread_id)
 
 
-@router.delete("/{thread_id}", status_code=204)
-async def delete_thread(thread_id: str, uid: UidDep, services: ServicesDep) -> None:
-    await services.chat.delete_thread(uid, thread_id)
+@router.get("/{thread_id}/memory", response_model=ThreadMemoryView)
+async def thread_memory(thread_id: str, uid: UidDep, services: ServicesDep) -> ThreadMemoryView:
+    """The entries of the current MEMORY.md this thread wrote (their source is one of its
+    runs): what ``DELETE …?forget_memory=true`` would remove."""
+    return await services.chat.thread_memory(uid, thread_id)
+
+
+@router.delete(
+    "/{thread_id}",
+    status_code=204,
+    response_model=None,
+    responses={200: {"model": ThreadForgetView, "description": "deleted with its memory"}},
+)
+async def delete_thread(
+    thread_id: str, uid: UidDep, services: ServicesDep, forget_memory: bool = False
+) -> Response | ThreadForgetView:
+    """Delete the thread: ``204`` and MEMORY.md untouched; with ``forget_memory=true``, ``200``
+    and what was removed (entry texts, the ``forget`` version, the new ETag), in the same
+    transaction as the deletion. Archiving never forgets."""
+    forgotten = await services.chat.delete_thread(uid, thread_id, forget_memory=forget_memory)
+    if forgotten is None:
+        return Response(status_code=204)
+    return JSONResponse(jsonable_encoder(forgotten), status_code=200)

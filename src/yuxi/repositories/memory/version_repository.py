@@ -186,7 +186,13 @@ class MemoryVersionRepository:
             "run_id": version.run_id,
             "thread_id": version.thread_id,
             "message_id": version.message_id,
-            "ask_thread": version.thread_id if version.message_id is None else None,
+            # Only an agent's write was asked for by a message (a ``forget`` names its thread
+            # but no message asked for it).
+            "ask_thread": (
+                version.thread_id
+                if version.message_id is None and version.actor == "agent"
+                else None
+            ),
             "tool_call_id": version.tool_call_id,
             "target_version_id": version.target_version_id,
             "sha256": version.sha256,

@@ -12,6 +12,7 @@ on commit, so their loaded columns stay readable. Only :func:`run_view` shapes a
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from yuxi.db.models import AgentRun, Conversation, RunEvent
 from yuxi.errors import Conflict, InvalidArgument, NotFound
@@ -28,9 +29,11 @@ from yuxi.services.chat.views import (
     ToolCallSummary,
     thread_summary,
 )
+from yuxi.services.memory import ThreadForgetView, ThreadMemory, ThreadMemoryView
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
-from yuxi.vocabulary import AGENT_CALL_SOURCES, SERVER_REQUEST_ID_PREFIXES
+from yuxi.vocabulary import ACTIVE_RUN_STATUSES, AGENT_CALL_SOURCES, SERVER_REQUEST_ID_PREFIXES
+from yuxi.workspace.filesystem import Workspace
 
 DECISIONS = ("approve", "reject")
 
@@ -102,9 +105,20 @@ async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversatio
     return conversation
 
 
+async def _cancel_in(uow: UnitOfWork, run: AgentRun) -> None:
+    """Cancel ``run`` in ``uow``: a pending run at once, a running one by a cancel request its
+    worker hears (and the memory gate refuses any write it still attempts)."""
+    if run.status == "pending":
+        await uow.runs.cancel_pending(run.id)
+        await uow.events.append(run.id, "run_status", {"status": "cancelled"})
+    elif run.status == "running":
+        await uow.runs.request_cancel(run.uid, run.id)
+
+
 class ChatService:
-    def __init__(self, uow: UnitOfWorkFactory) -> None:
+    def __init__(self, uow: UnitOfWorkFactory, workspaces: Callable[[str], Workspace]) -> None:
         self._uow = uow
+        self._thread_memory = ThreadMemory(uow, workspaces)
 
     # -- threads ------------------------------------------------------------------------------
 
@@ -175,8 +189,29 @@ class ChatService:
     async def unarchive_thread(self, uid: str, thread_id: str) -> ThreadSummary:
         return await self._set_thread_status(uid, thread_id, "active")
 
-    async def delete_thread(self, uid: str, thread_id: str) -> None:
-        await self._set_thread_status(uid, thread_id, "deleted")
+    async def delete_thread(
+        self, uid: str, thread_id: str, *, forget_memory: bool = False
+    ) -> ThreadForgetView | None:
+        """Delete the caller's thread. Without ``forget_memory`` MEMORY.md is left as it is
+        (``None``). With it, the entries the thread wrote (:meth:`thread_memory`) are removed
+        in one ``forget`` version, in the same transaction as the deletion, under the memory
+        locks; the thread's active runs are cancelled with it, so none of them writes memory
+        afterwards (see ``yuxi.services.memory._forget``)."""
+        if not forget_memory:
+            await self._set_thread_status(uid, thread_id, "deleted")
+            return None
+
+        async def delete(uow: UnitOfWork) -> None:
+            for run in await uow.runs.list_for_thread(uid, thread_id):
+                if run.status in ACTIVE_RUN_STATUSES:
+                    await _cancel_in(uow, run)
+            await uow.threads.set_status(uid, thread_id, "deleted")
+
+        return await self._thread_memory.delete_and_forget(uid, thread_id, delete)
+
+    async def thread_memory(self, uid: str, thread_id: str) -> ThreadMemoryView:
+        """The entries of MEMORY.md the caller's thread wrote (what a delete would forget)."""
+        return await self._thread_memory.entries(uid, thread_id)
 
     async def _set_thread_status(self, uid: str, thread_id: str, status: str) -> ThreadSummary:
         async with self._uow() as uow:
@@ -285,11 +320,7 @@ class ChatService:
             run = await uow.runs.get_owned(uid, run_id)
             if run is None:
                 raise NotFound("run not found")
-            if run.status == "pending":
-                await uow.runs.cancel_pending(run_id)
-                await uow.events.append(run_id, "run_status", {"status": "cancelled"})
-            elif run.status == "running":
-                await uow.runs.request_cancel(uid, run_id)
+            await _cancel_in(uow, run)
             refreshed = await uow.runs.get(run_id)
             assert refreshed is not None
             await uow.commit()

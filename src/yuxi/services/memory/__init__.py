@@ -14,6 +14,12 @@ Everything else (the write lock and publish, version recording, retention) is pr
 """
 
 from yuxi.services.memory._entries import MemoryEntry, split_entries
+from yuxi.services.memory._forget import (
+    ThreadForgetView,
+    ThreadMemory,
+    ThreadMemoryView,
+    remove_entries,
+)
 from yuxi.services.memory._lint import LintFinding, lint_memory
 from yuxi.services.memory._lint_patterns import (
     RANDOM_KEY_KIND,
@@ -77,6 +83,9 @@ __all__ = [
     "MemoryVersionService",
     "MemoryWriteResult",
     "QuotaRemaining",
+    "ThreadForgetView",
+    "ThreadMemory",
+    "ThreadMemoryView",
     "apply_add",
     "apply_replace",
     "bigrams",
@@ -91,6 +100,7 @@ __all__ = [
     "luhn_valid",
     "near_duplicates",
     "parse_import",
+    "remove_entries",
     "replace_memory_file",
     "secret_kinds",
     "snapshot_of",
