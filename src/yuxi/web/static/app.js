@@ -6,7 +6,8 @@
 // (fetch, errors, token storage) · sse (run events, Last-Event-ID) · banner · dialog (in-page
 // confirmation) · transcript (bubbles, tool cards, history) · approvals · memory_store (the
 // panel's requests and status line) · memory_entries / memory_editor / memory_history (the
-// panel's three modes) · memory_panel (switch, open/close, modes) · memory_receipt (write
+// panel's three modes) · memory_import (Import…: a dry-run preview, then Apply with If-Match) ·
+// memory_panel (switch, open/close, modes) · memory_receipt (write
 // receipts in the chat) · run (live runs) · thread_settings (rename, hidden from recall) ·
 // thread_list (the sidebar and the chat header) · threads (their actions) · start_hint (the
 // empty conversation) · markdown (assistant replies, sanitised) · files_panel (the read-only
@@ -32,6 +33,9 @@ import {
   onMemoryToggle, renderMemoryMode, renderMemorySwitch, selectMemoryMode, toggleMemoryPanel,
   wireMemoryPanel,
 } from './memory_panel.js';
+import {
+  onImportApply, onImportCancel, onImportClick, onImportFilePicked,
+} from './memory_import.js';
 import { onStatusUndo } from './memory_store.js';
 import { followRun, onCancelRun, wireRuns } from './run.js';
 import { sessionExpired, signIn, signInOnLoad, signOut } from './session.js';
@@ -110,6 +114,10 @@ function wireDom() {
   $('memory-reload').addEventListener('click', onMemoryReload);
   $('memory-save').addEventListener('click', onRawSave);
   $('memory-clear').addEventListener('click', onClear);
+  $('memory-import').addEventListener('click', onImportClick);
+  $('memory-import-file').addEventListener('change', onImportFilePicked);
+  $('memory-import-apply').addEventListener('click', onImportApply);
+  $('memory-import-cancel').addEventListener('click', onImportCancel);
   $('memory-text').addEventListener('input', onRawInput);
   $('memory-status-undo').addEventListener('click', onStatusUndo);
   $('memory-conflict-mine-keep').addEventListener('click', onConflictKeepMine);

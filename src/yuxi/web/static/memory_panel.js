@@ -8,6 +8,7 @@ import { confirmDialog } from './dialog.js';
 import { $, byteLength } from './dom.js';
 import { dropEntryDraft, hasEntryDraft, highlightEntry } from './memory_entries.js';
 import { discardDraft, hideConflict } from './memory_editor.js';
+import { resetImport } from './memory_import.js';
 import { loadHistory, resetHistory } from './memory_history.js';
 import { loadMemory, setMemoryStatus } from './memory_store.js';
 import { setEnableMemory, setMemoryMode, setMemoryView, state, updateMemory } from './state.js';
@@ -124,6 +125,7 @@ export async function closeMemoryPanel() {
   if ($('memory-panel').hidden) return true;
   if (!(await mayDiscardEdits('Closing the panel'))) return false;
   hideConflict();
+  resetImport(); // a preview not applied goes with the panel
   resetHistory(); // reopened, it shows the history as it is then, never a stale list
   $('memory-panel').hidden = true;
   $('memory-panel-button').setAttribute('aria-expanded', 'false');
@@ -158,6 +160,7 @@ export function resetMemoryPanel() {
   $('app-view').classList.remove('with-panel');
   dropEntryDraft();
   hideConflict();
+  resetImport();
   updateMemory({ dirty: false, text: '', etag: null, draftEtag: null });
   setMemoryView(null);
   resetHistory();
