@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.tools import ToolRuntime
+from langchain_core.tools import StructuredTool
 
+from tests.support.agent_fakes import CTX, FakeMemory, SpyWorkspace
+from yuxi.agents.tools import make_workspace_tools
 from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.api.errors import status_for
 from yuxi.errors import StorageFull, StorageReadOnly, YuxiError
@@ -173,3 +178,45 @@ async def test_the_model_is_told_the_code(error: type[YuxiError], name: str) -> 
         "code": name,
         "error": "the disk is full; nothing was changed",
     }
+
+
+@pytest.mark.parametrize(
+    ("code", "name"), [(errno.ENOSPC, "storage_full"), (errno.EROFS, "storage_read_only")]
+)
+async def test_the_workspace_tools_tell_the_model_and_change_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, name: str
+) -> None:
+    """``write_workspace_file`` and ``edit_workspace_file`` (the offline model only ever calls
+    the first; R7 drives it through a run) answer the code; the file and the directory stay."""
+    ws = SpyWorkspace(tmp_path / "workspaces")
+    ws.ensure_user_workspace_sync()
+    ws.put("notes/茶.md", "乌龙茶\n")
+    memory = FakeMemory(ws)
+    tools = {
+        t.name: t
+        for t in make_workspace_tools(
+            workspace=ws, memory=memory, files=memory, allow_memory_file=True
+        )
+    }
+    before = _sha(ws.directory / "notes" / "茶.md")
+    _failing_temp_open(monkeypatch, code)
+    calls = {
+        "write_workspace_file": {"path": "notes/茶.md", "content": "普洱茶\n"},
+        "edit_workspace_file": {"path": "notes/茶.md", "old": "乌龙", "new": "普洱"},
+    }
+    for tool_name, args in calls.items():
+        tool = tools[tool_name]
+        assert isinstance(tool, StructuredTool) and tool.coroutine is not None
+        runtime: ToolRuntime[Any, Any] = ToolRuntime(
+            state={"messages": []},
+            context=CTX,
+            config={},
+            stream_writer=lambda _chunk: None,
+            tool_call_id="call-1",
+            store=None,
+        )
+        message = await tool.coroutine(**args, runtime=runtime)
+        assert message.status == "error"
+        assert json.loads(message.content)["code"] == name, message.content
+    assert _sha(ws.directory / "notes" / "茶.md") == before
+    assert _temps(ws.root) == []
