@@ -22,9 +22,17 @@ function actionRequests(request) {
   return [];
 }
 
-/** Why a memory write waits for the user (the server asks only in a run that read untrusted text). */
+/**
+ * Why a memory write waits for the user: the server says it in the action's description (the run
+ * read untrusted text, and/or the content looks like a secret — it names the kind, never the
+ * secret). This is the fallback for a request that carries no description.
+ */
 const MEMORY_WRITE_REASON = 'This needs your approval because this run read other conversations or '
   + 'files before asking to remember: that text may have asked for it, not you.';
+
+function memoryWriteReason(a) {
+  return typeof a?.description === 'string' && a.description.trim() ? a.description : MEMORY_WRITE_REASON;
+}
 
 const SUMMARY_VALUE_CHARS = 60;
 
@@ -76,7 +84,7 @@ function actionView(a) {
     replaces
       ? el('blockquote', { class: 'memory-quote old', 'data-testid': 'approval-memory-replaces' }, replaces)
       : null,
-    el('p', { class: 'approval-reason small', 'data-testid': 'approval-reason' }, MEMORY_WRITE_REASON));
+    el('p', { class: 'approval-reason small', 'data-testid': 'approval-reason' }, memoryWriteReason(a)));
 }
 
 export function showApproval(runId, request) {
