@@ -7,19 +7,22 @@ the target data dir's tree hashes the same.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import json
 import tarfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.backup import compare_users, tree_digest
-from tests.support.factories import make_user
+from tests.support.backup import compare_users, tree_digest, user_rows
+from tests.support.factories import make_user, memory_file
 from yuxi import __version__
 from yuxi.bootstrap import Container, bootstrap
+from yuxi.db.dump import run_pg_dump
 from yuxi.errors import ArchiveInvalid, ArchiveUnsupported, RestoreTargetNotEmpty
 from yuxi.services.backup import (
     DATABASE_MEMBER,
@@ -104,7 +107,7 @@ async def test_the_manifest_lists_versions_counts_and_every_file(
             data = tar.extractfile(entry.member).read()  # type: ignore[union-attr]
             assert hashlib.sha256(data).hexdigest() == entry.sha256
     assert sorted(names[:-1]) == sorted(f.member for f in manifest.files)
-    for n, uid in enumerate(uids):
+    for uid in uids:
         assert workspace_member(uid, MEMORY_PATH) in names
         assert manifest.memory[uid]["seq"] == 2 and manifest.memory[uid]["source"] == "workspace"
     assert DATABASE_MEMBER in names
@@ -198,3 +201,58 @@ async def test_a_non_empty_target_is_refused_unless_forced(
     await container.services.restore.restore(out, force=True)
     assert sorted(u.uid for u in await container.services.users.list_users()) == sorted(uids)
     assert not container.workspace(late).directory.exists()
+
+
+async def _restored_memory(target: Container, uid: str) -> tuple[bytes, list[dict[str, object]]]:
+    rows = await user_rows(target, uid)
+    return memory_file(target, uid).read_bytes(), rows["memory_versions"]
+
+
+async def test_a_memory_write_between_the_copy_and_the_snapshot_is_in_wholly(
+    container: Container, target: Container, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file was copied before the write; the write's version is in the snapshot: the
+    archive takes the file from that version, so file and version come back together."""
+    uid = await make_user(container)
+    await container.services.memory.write_memory_file(uid, b"- before\n")
+    service = container.services.backup
+    original = service._dump_and_reconcile
+    after = f"- before\n- {MARK} between\n".encode()
+
+    async def write_then_snapshot(*args: Any, **kwargs: Any) -> Any:
+        await container.services.memory.write_memory_file(uid, after)
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(service, "_dump_and_reconcile", write_then_snapshot)
+    out = tmp_path / "b.tar"
+    made = await service.create(out)
+    assert made.memory_from_snapshot == 1
+    assert parse_manifest(_manifest_bytes(out)).memory[uid]["source"] == "version"
+    await target.services.restore.restore(out)
+    data, versions = await _restored_memory(target, uid)
+    assert data == after and len(versions) == 2
+    assert versions[-1]["sha256"] == hashlib.sha256(after).hexdigest()
+
+
+async def test_a_memory_write_after_the_snapshot_is_not_in_at_all(
+    container: Container, target: Container, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that commits while pg_dump runs is in neither the dump nor the copied file."""
+    uid = await make_user(container)
+    await container.services.memory.write_memory_file(uid, b"- before\n")
+    loop = asyncio.get_running_loop()
+
+    def write_then_dump(*args: Any, **kwargs: Any) -> Any:
+        later = container.services.memory.write_memory_file(uid, f"- {MARK} later\n".encode())
+        asyncio.run_coroutine_threadsafe(later, loop).result(timeout=60)
+        return run_pg_dump(*args, **kwargs)
+
+    monkeypatch.setattr("yuxi.services.backup.backup.run_pg_dump", write_then_dump)
+    out = tmp_path / "b.tar"
+    made = await container.services.backup.create(out)
+    assert made.memory_from_snapshot == 0
+    assert MARK.encode() in memory_file(container, uid).read_bytes()  # it did commit
+    await target.services.restore.restore(out)
+    data, versions = await _restored_memory(target, uid)
+    assert data == b"- before\n" and len(versions) == 1
+    assert versions[0]["sha256"] == hashlib.sha256(data).hexdigest()
