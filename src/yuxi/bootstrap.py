@@ -25,6 +25,7 @@ from yuxi.db.notifications import Notifications
 from yuxi.observability.metrics import Metrics
 from yuxi.runtime.agent_runtime import AgentRuntime, RunLimits
 from yuxi.services.backup import BackupService, RestoreService
+from yuxi.services.accounts import AccountService
 from yuxi.services.chat.service import ChatService
 from yuxi.services.health_service import HealthService
 from yuxi.services.lookback.service import LookbackService
@@ -115,10 +116,11 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
         metrics=metrics,
     )
     runs = RunService(uow, lease_seconds=settings.lease_seconds, metrics=metrics)
+    memory_versions = MemoryVersionService(uow, workspaces)
     services = Services(
         chat=ChatService(uow, workspaces),
         memory=memory,
-        memory_versions=MemoryVersionService(uow, workspaces),
+        memory_versions=memory_versions,
         lookback=LookbackService(uow, metrics=metrics),
         users=UserService(uow, workspaces),
         files=WorkspaceFileService(workspaces, memory, runs),
@@ -126,6 +128,11 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
         health=HealthService(uow),
         backup=BackupService(uow, root, url, embedded=embedded is not None),
         restore=RestoreService(uow, root, url, embedded=embedded is not None),
+        # A deletion waits at most one lease for the user's runs to stop (a dead worker's lease
+        # has run out by then).
+        accounts=AccountService(
+            uow, workspaces, memory_versions, settle_seconds=settings.lease_seconds
+        ),
     )
     return Container(
         settings=settings,

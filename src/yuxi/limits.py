@@ -163,3 +163,13 @@ FIRST_USER_LINE_BYTES = 200
 #: The whole ``list_threads`` response (the oldest items go first). 20 items of the largest
 #: size fit (about 14 KiB), so this is a guard, not a cut a real listing meets.
 LIST_THREADS_RESPONSE_BYTES = 16 * KIB
+
+# -- account export and deletion -----------------------------------------------------------------
+#: Rows read per query while an account is exported (threads, messages, runs): the export holds
+#: one page at a time, never the whole account.
+ACCOUNT_EXPORT_PAGE_ROWS = 500
+#: Bytes per chunk the export's zip is streamed in.
+ACCOUNT_EXPORT_CHUNK_BYTES = 64 * KIB
+#: A workspace file larger than this is listed in the export's manifest, not copied (nothing the
+#: product writes is larger: the file API and the file tools stop at 1 MiB).
+ACCOUNT_EXPORT_FILE_MAX_BYTES = FILE_API_MAX_BYTES

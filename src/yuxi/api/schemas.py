@@ -12,6 +12,7 @@ from yuxi.limits import (
     REQUEST_ID_MAX_CHARS,
     RUN_INPUT_MAX_BYTES,
     TITLE_MAX_CHARS,
+    USER_NAME_MAX_CHARS,
 )
 from yuxi.services.chat.views import RunSummary, ThreadSummary
 from yuxi.utils.string_utils import is_valid_text
@@ -32,6 +33,12 @@ class ConfigView(BaseModel):
 class MeView(BaseModel):
     uid: str
     name: str
+
+
+class AccountDeleteBody(Strict):
+    """``DELETE /me``: the account's name, typed again, so no stray request deletes it."""
+
+    confirm: str = Field(strict=True, max_length=USER_NAME_MAX_CHARS)
 
 
 class SessionCreate(Strict):

@@ -3,12 +3,13 @@
 One module per command group; importing this package registers them all on :data:`app`.
 """
 
-from yuxi.cli import backup, bench, db, evaluate, memory, serve, users
+from yuxi.cli import accounts, backup, bench, db, evaluate, memory, serve, users
 from yuxi.cli._app import app
 from yuxi.cli.serve import DEMO_UID, demo_banner
 
 __all__ = [
     "DEMO_UID",
+    "accounts",
     "app",
     "backup",
     "bench",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from yuxi.services.accounts import AccountService
 from yuxi.services.backup import BackupService, RestoreService
 from yuxi.services.chat.service import ChatService
 from yuxi.services.health_service import HealthService
@@ -32,3 +33,4 @@ class Services:
     health: HealthService
     backup: BackupService
     restore: RestoreService
+    accounts: AccountService

@@ -25,6 +25,7 @@ from typing import Self
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from yuxi.repositories.account_repository import AccountRepository
 from yuxi.repositories.backup_repository import BackupRepository
 from yuxi.repositories.health_repository import HealthRepository
 from yuxi.repositories.lookback import LookbackRepository
@@ -52,6 +53,7 @@ class UnitOfWork:
     memory_gate: MemoryGate
     health: HealthRepository
     backup: BackupRepository
+    accounts: AccountRepository
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
@@ -72,6 +74,7 @@ class UnitOfWork:
         self.memory_gate = MemoryGate(session)
         self.health = HealthRepository(session)
         self.backup = BackupRepository(session)
+        self.accounts = AccountRepository(session)
         return self
 
     async def __aexit__(

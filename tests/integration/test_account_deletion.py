@@ -1,0 +1,241 @@
+"""Deleting an account, the hard way, on a real PostgreSQL with real runs of the offline model.
+
+Two users write unique markers everywhere a user can write (their name, thread titles, messages,
+tool call inputs and outputs, memory and its versions, workspace files, a run error, a
+SubAgent's thread, the LangGraph checkpoints those runs leave). One of them is deleted. Then
+every row of every table (``bytea`` columns as raw bytes) and every file of the data dir is
+searched: nothing of the deleted user remains, not their markers and not their uid, and every
+row and file of the other user is byte-identical to before.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.support.db_scan import dump_tables, file_hashes, scan_database, scan_files
+from tests.support.factories import make_run, remember, sql
+from yuxi.bootstrap import Container
+from yuxi.errors import InvalidArgument, NotFound, Unauthorized, UnauthorizedRun
+from yuxi.runtime.worker import Worker
+from yuxi.services.accounts import AccountService
+from yuxi.services.runs.service import LeaseLost
+from yuxi.workspace import workspace_dirname
+
+
+class Planted:
+    def __init__(self, uid: str, token: str, marker: str) -> None:
+        self.uid = uid
+        self.token = token
+        self.marker = marker
+        self.threads: list[str] = []
+
+    @property
+    def needles(self) -> list[str]:
+        """What must not remain: the markers, the uid, and any stretch of it the workspace's
+        directory name carries."""
+        return [self.marker, self.uid, self.uid[2:], self.uid[:14], workspace_dirname(self.uid)]
+
+
+async def _run(c: Container, worker: Worker, p: Planted, thread: str, text: str) -> Any:
+    run, _ = await c.services.chat.submit(p.uid, thread, text)
+    assert await worker.run_once()
+    return await c.services.chat.get_run(p.uid, run.id)
+
+
+async def plant(c: Container, worker: Worker, role: str) -> Planted:
+    """A user with a marker in everything they can write."""
+    marker = f"qzx{role}{uuid.uuid4().hex[:10]}"
+    created = await c.services.users.create_user(f"{role} {marker}name")
+    p = Planted(created.uid, created.token, marker)
+    users, chat = c.services.users, c.services.chat
+    await users.set_memory_enabled(p.uid, True)
+    await users.issue_login_code(p.uid)
+    await users.create_token(p.uid, label=f"{marker}label")
+
+    thread = (await chat.create_thread(p.uid, title=f"{marker}title")).thread_id
+    p.threads.append(thread)
+    done = await _run(c, worker, p, thread, f"remember: I drink {marker}tea every day")
+    assert done.status == "completed", done.error_message
+    await sql(
+        c, "UPDATE agent_runs SET error_message = :m WHERE id = :id", m=f"{marker}err", id=done.id
+    )
+
+    asked = await _run(c, worker, p, thread, f"write file notes/{marker}.md: {marker}file")
+    assert asked.status == "interrupted", asked.error_message
+    resume, _ = await chat.resume(p.uid, asked.id, "approve")
+    assert await worker.run_once()
+    assert (await chat.get_run(p.uid, resume.id)).status == "completed"
+
+    delegated = await _run(c, worker, p, thread, f"delegate: summarize {marker}task")
+    assert delegated.status == "completed", delegated.error_message
+
+    other = (await chat.create_thread(p.uid)).thread_id
+    p.threads.append(other)
+    await c.services.files.write_file(
+        p.uid, f"docs/{marker}.txt", f"{marker}doc 笔记".encode(), if_none_match="*"
+    )
+    return p
+
+
+def _ids(url: str, p: Planted) -> dict[str, set[Any]]:
+    """The deleted user's ids, read before the deletion, to attribute each removed row."""
+    tables = dump_tables(url)
+
+    def column(table: str, key: str, where: str, values: set[Any]) -> set[Any]:
+        return {row[key] for _, row in tables[table] if row[where] in values}
+
+    conversations = column("conversations", "id", "uid", {p.uid})
+    return {
+        "uid": {p.uid},
+        "thread_id": column("conversations", "thread_id", "uid", {p.uid}),
+        "run_id": column("agent_runs", "id", "uid", {p.uid}),
+        "message_id": column("messages", "id", "conversation_id", conversations),
+        "conversation_id": conversations,
+    }
+
+
+_ATTRIBUTION = {
+    "uid": "uid",
+    "thread_id": "thread_id",
+    "conversation_thread_id": "thread_id",
+    "run_id": "run_id",
+    "created_by_run_id": "run_id",
+    "message_id": "message_id",
+    "conversation_id": "conversation_id",
+    "parent_conversation_id": "conversation_id",
+    "child_conversation_id": "conversation_id",
+}
+_OWN_ID = {"conversations": "conversation_id", "messages": "message_id", "agent_runs": "run_id"}
+
+
+def _owned_by(table: str, row: dict[str, Any], ids: dict[str, set[Any]]) -> bool:
+    if table in _OWN_ID and row.get("id") in ids[_OWN_ID[table]]:
+        return True
+    return any(row.get(key) in ids[kind] for key, kind in _ATTRIBUTION.items() if key in row)
+
+
+@pytest.fixture
+async def two_users(container: Container, worker: Worker) -> tuple[Planted, Planted]:
+    victim = await plant(container, worker, "victim")
+    keeper = await plant(container, worker, "keeper")
+    # A run still queued when the deletion starts: it is cancelled, then deleted.
+    queued = await container.services.chat.create_thread(victim.uid)
+    await container.services.chat.submit(victim.uid, queued.thread_id, f"{victim.marker}queued")
+    return victim, keeper
+
+
+async def test_deleting_an_account_leaves_nothing_of_it_and_the_other_user_untouched(
+    container: Container, two_users: tuple[Planted, Planted]
+) -> None:
+    victim, keeper = two_users
+    url, data_dir = container.database_url, container.settings.data_dir
+    before = dump_tables(url)
+    files_before = file_hashes(data_dir)
+    ids = _ids(url, victim)
+    keeper_ids = _ids(url, keeper)
+
+    planted = scan_database(url, [victim.marker, keeper.marker, victim.uid])
+    # The scan sees the markers where they were written, binary checkpoints included.
+    expected = {
+        "users",
+        "api_tokens",
+        "conversations",
+        "messages",
+        "message_search",
+        "tool_calls",
+        "agent_runs",
+        "run_events",
+        "memory_versions",
+        "checkpoint_blobs",
+        "checkpoint_writes",
+    }
+    assert expected <= planted.tables_with(victim.marker), planted.hits
+    assert expected <= planted.tables_with(keeper.marker)
+    assert {"login_codes", "user_config"} <= planted.tables_with(victim.uid)
+    assert scan_files(data_dir, [victim.marker])
+
+    deleted = await container.services.accounts.delete_account(victim.uid)
+    assert deleted.tokens_revoked == 2 and deleted.files >= 5
+    assert deleted.rows["users"] == 1 and deleted.rows["checkpoints"] > 0
+
+    after = scan_database(url, victim.needles)
+    print(
+        f"\n[account deletion scan] tables {after.tables}, rows {after.rows}, "
+        f"needles {len(victim.needles)}, hits {sum(after.hits.values())}; "
+        f"deleted {deleted.rows}, files {deleted.files}"
+    )
+    assert after.tables == planted.tables >= 17 and after.rows > 0
+    assert not after.hits, after.hits
+    assert scan_files(data_dir, victim.needles) == []
+    assert not container.workspace(victim.uid).directory.exists()
+
+    dump_after = dump_tables(url)
+    assert dump_after.keys() == before.keys()
+    for table, rows in before.items():
+        kept = Counter(text for text, _ in dump_after[table])
+        assert not kept - Counter(text for text, _ in rows), f"{table}: a row changed or appeared"
+        removed = Counter(text for text, _ in rows) - kept
+        for text, row in rows:
+            if removed[text]:
+                assert _owned_by(table, row, ids), f"{table}: removed a row not theirs: {text}"
+            if _owned_by(table, row, keeper_ids):
+                assert kept[text], f"{table}: the other user's row is gone: {text}"
+    files_after = file_hashes(data_dir)
+    gone = files_before.keys() - files_after.keys()
+    assert {k: files_before[k] for k in files_after} == files_after  # nothing else changed
+    assert gone and all(workspace_dirname(victim.uid) in path for path in gone)
+    assert any(keeper.marker in path for path in files_after)
+
+    # The deleted user's credential is dead, and the other user goes on.
+    with pytest.raises(Unauthorized):
+        await container.services.users.authenticate(victim.token)
+    assert await container.services.users.authenticate(keeper.token) == keeper.uid
+    with pytest.raises(NotFound):
+        await container.services.accounts.delete_account(victim.uid)
+
+
+async def test_a_wrong_confirmation_deletes_nothing(container: Container) -> None:
+    created = await container.services.users.create_user("ada 艾达")
+    before = dump_tables(container.database_url)
+    files = file_hashes(container.settings.data_dir)
+    for wrong in ("", "ada", "ada 艾达 ", "ADA 艾达"):
+        with pytest.raises(InvalidArgument):
+            await container.services.accounts.delete_account(created.uid, confirm=wrong)
+    assert dump_tables(container.database_url) == before
+    assert file_hashes(container.settings.data_dir) == files
+    deleted = await container.services.accounts.delete_account(created.uid, confirm="ada 艾达")
+    assert deleted.rows["users"] == 1
+
+
+async def test_a_run_caught_mid_write_never_writes_again(container: Container) -> None:
+    """A run whose worker never answers the cancel: after the settle bound the account is
+    deleted anyway, and every write that run still tries is refused — no memory, no file, no
+    event, and the workspace is not brought back."""
+    created = await container.services.users.create_user("mid")
+    uid = created.uid
+    await container.services.users.set_memory_enabled(uid, True)
+    run = await make_run(container, uid)  # claimed, live lease, a worker that never beats
+    assert (await remember(container, run, "before the deletion"))["status"] == "updated"
+    accounts = AccountService(
+        container.uow,
+        container.workspace,
+        container.services.memory_versions,
+        settle_seconds=0.3,
+    )
+    deleted = await accounts.delete_account(uid)
+    assert deleted.runs_stopped == 1 and deleted.runs_unsettled == 1
+    assert deleted.rows["memory_versions"] == 1
+
+    refused = await remember(container, run, "after the deletion")
+    assert refused["status"] == "error" and refused["code"] == "unauthorized_run", refused
+    with pytest.raises(UnauthorizedRun):
+        async with container.services.runs.holding_lease(run):
+            pytest.fail("a deleted run's lease was held")
+    with pytest.raises(LeaseLost):
+        await container.services.runs.record_event(run, "run_status", {"status": "running"})
+    assert not container.workspace(uid).directory.exists()
+    assert not scan_database(container.database_url, [uid]).hits
