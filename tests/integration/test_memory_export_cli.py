@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 from yuxi import limits
-from yuxi.bootstrap import bootstrap
+from yuxi.api.app import create_app
+from yuxi.bootstrap import Container, bootstrap
 from yuxi.cli import app
 from yuxi.services.memory import EXPORT_FORMAT, MemoryImportResult
 from yuxi.settings import Settings
@@ -91,3 +94,39 @@ def test_export_of_an_unknown_user_is_an_error(env: Settings) -> None:
     result = CliRunner().invoke(app, ["memory", "export", "u_nobody"])
     assert result.exit_code == 1
     assert "not_found" in result.output
+
+
+async def test_an_export_at_the_retention_bound_fits_the_import_bound(container: Container) -> None:
+    """The largest export there can be — retained versions summing to the byte bound, each diff
+    as large as difflib makes it (a file of one repeated line is all junk to its matcher: every
+    diff is the whole old file removed and the new one added) — is still under
+    ``MEMORY_IMPORT_DOCUMENT_MAX_BYTES``, and imports back byte for byte."""
+    owner = await container.services.users.create_user("big")
+    other = await container.services.users.create_user("other")
+    line = "- 同一条很长的记忆，一遍又一遍。\n"
+    body = line * (limits.MEMORY_FILE_MAX_BYTES // len(line.encode()) - 1)
+    etag = etag_for(b"")
+    for i in range(20):
+        text = f"- {i}\n{body}".encode()
+        etag = await container.services.memory.write_memory_file(owner.uid, text, if_match=etag)
+    transport = httpx.ASGITransport(app=create_app(container, workers=0))
+    async with httpx.AsyncClient(transport=transport, base_url="http://yuxi.test") as client:
+        started = time.perf_counter()
+        exported = await client.get(
+            "/api/v1/memory/export", headers={"Authorization": f"Bearer {owner.token}"}
+        )
+        took = time.perf_counter() - started
+        doc = exported.json()
+        assert sum(v["size"] for v in doc["versions"]) <= limits.MEMORY_VERSIONS_MAX_BYTES
+        assert 3 * 1024 * 1024 < len(exported.content) < limits.MEMORY_IMPORT_DOCUMENT_MAX_BYTES
+        auth = {"Authorization": f"Bearer {other.token}", "Content-Type": "application/json"}
+        imported = await client.post(
+            "/api/v1/memory/import", content=exported.content, headers={**auth, "If-Match": "*"}
+        )
+        assert imported.status_code == 200, imported.text
+    data, _ = await container.services.memory.read_memory_file(other.uid)
+    assert data == doc["content"].encode()
+    print(
+        f"\nlargest export: {len(doc['versions'])} versions, {len(exported.content)} bytes "
+        f"(import bound {limits.MEMORY_IMPORT_DOCUMENT_MAX_BYTES}), built in {took * 1000:.0f} ms"
+    )
