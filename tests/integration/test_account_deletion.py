@@ -10,6 +10,7 @@ row and file of the other user is byte-identical to before.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import Counter
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 
 from tests.support.db_scan import dump_tables, file_hashes, scan_database, scan_files
 from tests.support.factories import make_run, remember, sql
-from yuxi.bootstrap import Container
+from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.errors import InvalidArgument, NotFound, Unauthorized, UnauthorizedRun
 from yuxi.runtime.worker import Worker
 from yuxi.services.accounts import AccountService
@@ -239,3 +240,38 @@ async def test_a_run_caught_mid_write_never_writes_again(container: Container) -
         await container.services.runs.record_event(run, "run_status", {"status": "running"})
     assert not container.workspace(uid).directory.exists()
     assert not scan_database(container.database_url, [uid]).hits
+
+
+async def test_a_run_executing_when_its_account_is_deleted_is_stopped_first(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real run of the offline model, inside a tool call (its first checkpoints written),
+    when the deletion starts: its worker is told to cancel, the deletion waits for it to stop,
+    and then nothing of the user remains — no checkpoint written on the way out either."""
+    created = await container.services.users.create_user("busy")
+    uid = created.uid
+    await container.services.users.set_memory_enabled(uid, True)
+    inside = asyncio.Event()
+
+    async def hang(**_: Any) -> Any:
+        inside.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(container.services.lookback, "search_thread_messages", hang)
+    container.settings = container.settings.model_copy(update={"heartbeat_seconds": 0.2})
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    await chat.submit(uid, thread, "search history: qzxbusymarker")
+    async with open_agent_runtime(container) as runtime:
+        worker = build_worker(container, runtime)
+        working = asyncio.create_task(worker.run_once())
+        await asyncio.wait_for(inside.wait(), 30)
+        assert scan_database(container.database_url, ["qzxbusymarker"]).tables_with(
+            "qzxbusymarker"
+        ) >= {"messages", "checkpoint_blobs"}
+        deleted = await container.services.accounts.delete_account(uid)
+        assert await asyncio.wait_for(working, 30)
+    assert deleted.runs_stopped == 1 and deleted.runs_unsettled == 0
+    assert deleted.rows["checkpoints"] > 0
+    assert not scan_database(container.database_url, [uid, "qzxbusymarker", thread]).hits
+    assert scan_files(container.settings.data_dir, [uid, workspace_dirname(uid)]) == []
