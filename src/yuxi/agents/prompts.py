@@ -74,8 +74,10 @@ REMEMBER_MEMORY_DESCRIPTION = (
     "is the fact to keep (at most 4 KiB). To correct a memory, pass the exact old "
     "text as `replaces`; it must occur exactly once in memory. Never save profiles, "
     "credentials, temporary facts, guesses or private project facts. A call made after "
-    "other tool results (history, files, SubAgents) since the user's message waits for "
-    "the user's approval; if the user rejects it, nothing is saved."
+    "other tool results (history, files, SubAgents) since the user's message, or whose "
+    "content looks like a secret (API key, password, private key, token, URL with a "
+    "password), waits for the user's approval; if the user rejects it, nothing is saved "
+    "(code memory_write_rejected): do not try again unless the user asks."
 )
 SEARCH_THREAD_MESSAGES_DESCRIPTION = (
     "Search the user's own past conversations. Give `query` as a few keywords, not a whole "
