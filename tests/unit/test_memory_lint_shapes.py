@@ -163,7 +163,7 @@ def test_a_connection_url_finding_never_quotes_the_password() -> None:
 
 
 def test_digits_inside_a_hex_id_are_not_a_card_number() -> None:
-    """"6228496572249269" passes the Luhn check, but here it is part of a test marker's hex."""
+    """The digits 6228496572249269 pass the Luhn check, but here they are part of a hex marker."""
     line = "- my tea is oolong POISON-f6228496572249269a97b08d5918332f"
     assert "a card number" not in secret_kinds(line)
     assert held_secret_kinds(line) == []
