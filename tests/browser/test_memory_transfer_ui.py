@@ -76,6 +76,12 @@ async def test_import_previews_the_diff_and_findings_before_apply(
     await expect(status).to_contain_text("Imported “notes.md”")
     await expect(preview).to_be_hidden()
     await expect(entry_texts(page)).to_have_text(["- 旧的事实", "- 新的事实", f"- key {SECRET}"])
+    sources = page.locator(
+        '[data-testid="memory-entry"]:visible [data-testid="memory-entry-source"]'
+    )
+    await expect(sources.nth(0)).to_contain_text("edited by you")  # it was there before
+    await expect(sources.nth(1)).to_contain_text("imported by you")
+    await expect(sources.nth(1)).to_have_attribute("data-kind", "import")
     assert await memory_text(api) == imported
     newest = (await api.get("/api/v1/memory/versions")).json()["versions"][0]
     assert (newest["actor"], newest["kind"]) == ("user", "import")

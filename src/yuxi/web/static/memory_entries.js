@@ -82,7 +82,9 @@ function sourceLine(source) {
     }
   } else if (source.actor === 'user') {
     line.dataset.actor = 'user';
-    const verb = source.kind === 'restore' || source.kind === 'undo' ? 'restored' : 'edited';
+    line.dataset.kind = String(source.kind || '');
+    // an imported file's entries say so: they came from outside, not from the user's typing
+    const verb = { restore: 'restored', undo: 'restored', import: 'imported' }[source.kind] || 'edited';
     line.append(`${verb} by you${when ? `, ${when}` : ''}`);
   } else {
     line.dataset.actor = String(source.actor || '');
