@@ -27,6 +27,7 @@ from sqlalchemy import Select, String, bindparam, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import AgentRun, Conversation, UserConfig
+from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.identity import RunIdentity
 from yuxi.vocabulary import MEMORY_READ_ONLY_SOURCES, MEMORY_WRITE_RUN_TYPES
 
@@ -65,9 +66,8 @@ def lock_user_memory(uid: str) -> Select[*tuple[Any, ...]]:
 
 _UID = bindparam("uid", type_=String())
 _RUNS, _THREADS, _CONFIGS = AgentRun.__table__.c, Conversation.__table__.c, UserConfig.__table__.c
-#: Built once, from the tables' columns (a Core statement: the session runs it without the ORM's
-#: entity loading, and its compiled form is cached on first use). See the module docstring for
-#: what it locks, in order.
+#: Built once, from the tables' columns, and run prebuilt (:mod:`yuxi.db.prebuilt`: it is on the
+#: hot path of every agent write). See the module docstring for what it locks, in order.
 GATE = (
     select(
         _RUNS.uid,
@@ -98,6 +98,7 @@ GATE = (
     )
     .with_for_update(of=AgentRun.__table__)
 )
+_GATE = PrebuiltStatement(GATE)
 
 
 class MemoryGate:
@@ -109,8 +110,8 @@ class MemoryGate:
     async def lock(self, identity: RunIdentity) -> MemoryWriteAuthorization:
         """Run :data:`GATE` for ``identity`` and judge its row (:func:`authorize`). The advisory
         lock it takes is held until the unit of work ends, whatever the answer."""
-        rows = await self.session.execute(GATE, {"uid": identity.uid, "run_id": identity.run_id})
-        return authorize(identity, rows.first())
+        row = await _GATE.first(self.session, {"uid": identity.uid, "run_id": identity.run_id})
+        return authorize(identity, row)
 
 
 def authorize(identity: RunIdentity, row: Any) -> MemoryWriteAuthorization:

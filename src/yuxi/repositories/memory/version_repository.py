@@ -18,6 +18,7 @@ from sqlalchemy import BigInteger, Integer, String, Text, bindparam, select, tex
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import Conversation, MemoryVersion
+from yuxi.db.prebuilt import PrebuiltStatement
 
 __all__ = ["EMPTY_SHA256", "MemoryVersionRepository", "NewVersion", "Quota"]
 
@@ -61,9 +62,9 @@ class NewVersion:
 
 
 _S = String()
-#: Built once with typed bind parameters (its compiled form is cached on first use); see
-#: :meth:`MemoryVersionRepository.record` for what it does.
-_RECORD = text(
+#: Built once with typed bind parameters and run prebuilt (:mod:`yuxi.db.prebuilt`: it is on the
+#: hot path of every write); see :meth:`MemoryVersionRepository.record` for what it does.
+_RECORD_SQL = text(
     """
 WITH newest AS (
     SELECT sha256, seq, cum_bytes FROM memory_versions WHERE uid = :uid ORDER BY id DESC LIMIT 1
@@ -123,6 +124,7 @@ FROM fits LEFT JOIN added ON true
     bindparam("message_id", type_=BigInteger()),
     *(bindparam(name, type_=Integer()) for name in ("size", "quota_bytes", "keep", "max_bytes")),
 )
+_RECORD = PrebuiltStatement(_RECORD_SQL)
 
 
 class MemoryVersionRepository:
@@ -205,7 +207,7 @@ class MemoryVersionRepository:
             "keep": keep,
             "max_bytes": max_bytes,
         }
-        row = (await self.session.execute(_RECORD, params)).one()
+        row = await _RECORD.one(self.session, params)
         if not row.fits:
             return None
         version.id, version.created_at, version.message_id = row.id, row.created_at, row.message_id
