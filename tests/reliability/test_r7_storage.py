@@ -7,8 +7,9 @@ failing with ``ENOSPC`` for files under the data dir; ``os.open`` for writing, `
 filesystem is skipped, saying why, where it cannot be mounted.
 
 One user, one in-process app (``create_app``; ``httpx`` over ASGI) and one worker with the
-offline model. While the fault holds, every write path is tried: a workspace ``PUT``, the owner's
-``PUT`` of MEMORY.md, an agent's ``remember_memory`` and an approved ``write_workspace_file``.
+offline model. While the fault holds, every write path is tried: a workspace ``PUT`` (of an
+existing and of a new file), the owner's ``PUT`` of MEMORY.md and undo of a version, an agent's
+``remember_memory`` and an approved ``write_workspace_file``.
 Asserted: HTTP 507 with ``storage_full`` / ``storage_read_only``; the same code in the model's
 tool result (and the run still completes); every file's sha256 unchanged; the number of memory
 versions unchanged; no ``.*.tmp`` left anywhere in the data dir; reads (a file ``GET``, the
@@ -288,8 +289,10 @@ async def test_refused_writes_change_nothing_and_recover_without_a_restart(
         mark = f"r7-{cycle}-{uuid.uuid4().hex[:8]}"
         # Before the fault: a memory entry, two files, and an agent's write awaiting approval.
         remembered = await user.thread()
-        assert (await user.run(remembered, f"remember: old {mark}"))["status"] == "completed"
-        for path in ("notes/a.md", "notes/b.md"):
+        for entry in ("base", "old"):  # two entries: undoing the newest still writes bytes
+            done = await user.run(remembered, f"remember: {entry} {mark}")
+            assert done["status"] == "completed", done
+        for path in ("notes/a.md", "notes/b.md", "notes/scratch.md"):
             assert (await user.put(path, f"old {mark} 旧")).status_code == 204
         approval = await user.thread()
         paused = await user.run(approval, f"write file notes/b.md: new {mark} 新")
@@ -303,13 +306,17 @@ async def test_refused_writes_change_nothing_and_recover_without_a_restart(
                 assert answer.status_code == 507, answer.text
                 assert answer.json()["error"]["code"] == code, answer.text
                 refused += 1
+            newest = (await user.client.get("/api/v1/memory/versions")).json()["versions"][0]
+            undo = await user.client.post(f"/api/v1/memory/versions/{newest['version_id']}/undo")
+            assert undo.status_code == 507, undo.text
+            assert undo.json()["error"]["code"] == code, undo.text
             done = await user.run(remembered, f"remember: new {mark}")
             assert done["status"] == "completed", done
             assert f'"code":"{code}"' in await user.tool_result(remembered, "remember_memory")
             done = await user.approve(paused["run_id"])
             assert done["status"] == "completed", done
             assert f'"code":"{code}"' in await user.tool_result(approval, "write_workspace_file")
-            refused += 2
+            refused += 3
             # Reads go on while the fault holds.
             read = await user.client.get("/api/v1/workspace/files/notes/a.md")
             assert (read.status_code, read.text) == (200, f"old {mark} 旧")
@@ -319,6 +326,10 @@ async def test_refused_writes_change_nothing_and_recover_without_a_restart(
             assert await user.versions() == versions
             assert user.hashes() == before
             assert _temps(fault.path) == []
+            # A delete needs no space: a full disk lets it through, a read-only one does not.
+            deleted = await user.client.delete("/api/v1/workspace/files/notes/scratch.md")
+            assert deleted.status_code == (204 if kind == "full" else 507), deleted.text
+            assert (user.directory / "notes" / "scratch.md").exists() == (kind == "read_only")
         finally:
             fault.stop(kind)
 
