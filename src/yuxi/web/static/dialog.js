@@ -33,13 +33,18 @@ export function dialogOpen() {
 
 /**
  * Ask a yes/no question; resolves true only when the user confirms. A new question while one is
- * on screen answers the old one "no".
+ * on screen answers the old one "no". `extra` (optional) is shown under the message.
  */
-export function confirmDialog({ title, message, confirm = 'OK', cancel = 'Cancel', danger = false }) {
+export function confirmDialog({
+  title, message, confirm = 'OK', cancel = 'Cancel', danger = false, extra = null,
+}) {
   if (pending) answer(false);
   $('confirm-title').textContent = title;
   $('confirm-message').textContent = message || '';
   $('confirm-message').hidden = !message;
+  // `extra`: a node the caller built (text nodes only) and reads back once answered.
+  $('confirm-extra').replaceChildren(...(extra ? [extra] : []));
+  $('confirm-extra').hidden = !extra;
   const ok = $('confirm-ok');
   ok.textContent = confirm;
   ok.className = danger ? 'danger' : 'primary';

@@ -4,12 +4,13 @@
 import { api, ApiError, describe, runPath, threadPath } from './api.js';
 import { showApproval } from './approvals.js';
 import { showError } from './banner.js';
-import { confirmDialog } from './dialog.js';
 import { $, el } from './dom.js';
-import { closeMemoryPanel } from './memory_panel.js';
+import { closeMemoryPanel, memoryChangedOnServer } from './memory_panel.js';
+import { setMemoryStatus } from './memory_store.js';
 import { addReceipt, markUndoneReceipts } from './memory_receipt.js';
 import { followRun, stopFollowing } from './run.js';
 import { showStartHint } from './start_hint.js';
+import { askDeleteThread, deleteThread } from './thread_delete.js';
 import {
   addThread, isCurrentView, openThread, removeThread, setShowArchived, setThreads, state,
 } from './state.js';
@@ -150,17 +151,19 @@ export async function onDelete() {
   const id = state.threadId;
   if (!id) return;
   const title = state.threads.find((t) => t.thread_id === id)?.title || 'this thread';
-  const ok = await confirmDialog({
-    title: `Delete “${title}”?`,
-    message: 'The thread and its messages are deleted. This cannot be undone.',
-    confirm: 'Delete thread',
-    danger: true,
-  });
-  if (!ok || state.threadId !== id) return;
+  const choice = await askDeleteThread(id, title);
+  if (!choice || state.threadId !== id) return;
   try {
-    await api('DELETE', threadPath(id));
+    const forgotten = await deleteThread(id, choice);
     removeThread(id);
     showEmptyConversation();
+    if (forgotten?.version) {
+      const n = forgotten.removed.length;
+      setMemoryStatus(`Forgot ${n === 1 ? '1 line' : `${n} lines`} with the deleted thread.`, {
+        undo: { versionId: forgotten.version.version_id, label: 'Forgetting' },
+      });
+      await memoryChangedOnServer();
+    }
   } catch (err) {
     showError(`Could not delete the thread: ${describe(err)}`);
   }
