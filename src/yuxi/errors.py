@@ -168,7 +168,7 @@ class StorageUnavailable(YuxiError):
 class StorageFull(YuxiError):
     """The filesystem holding the data dir has no room (or the quota is used): a write was
     refused whole — the old file is intact, no temp is left, no memory version is recorded.
-    Reads go on; the same write succeeds once space returns (design.md "A full disk")."""
+    Reads go on; the same write succeeds once space returns (design.md §5.6a)."""
 
     code = "storage_full"
 
