@@ -1,7 +1,7 @@
-"""A full or read-only data dir is a clear error, decided once (design.md "A full disk, a
-read-only data dir"): ``ENOSPC``/``EDQUOT`` → ``storage_full``, ``EROFS``/``EACCES`` →
-``storage_read_only``, both HTTP 507 and an error tool result; the refused write changed
-nothing and left no temp. Every other ``OSError`` stays what it was.
+"""A full or read-only data dir is a clear error, decided once (design.md §5.6a):
+``ENOSPC``/``EDQUOT`` → ``storage_full``, ``EROFS``/``EACCES`` → ``storage_read_only``, both
+HTTP 507 and an error tool result; the refused write changed nothing and left no temp. Every
+other ``OSError`` stays what it was.
 
 The end-to-end proof (HTTP, agent runs, a real small filesystem) is
 ``tests/reliability/test_r7_storage.py``."""

@@ -1,5 +1,4 @@
-"""A write the data dir's filesystem refuses becomes one of two clear errors (design.md "A full
-disk, a read-only data dir").
+"""A write the data dir's filesystem refuses becomes one of two clear errors (design.md §5.6a).
 
 * ``ENOSPC`` (no space) and ``EDQUOT`` (quota used) → :class:`~yuxi.errors.StorageFull`;
 * ``EROFS`` (a read-only mount) and ``EACCES`` (not writable by the server's user, e.g. a
