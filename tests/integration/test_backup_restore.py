@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic.script import ScriptDirectory
 
 from tests.support.backup import compare_users, tree_digest, user_rows
 from tests.support.factories import make_user, memory_file
 from yuxi import __version__
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.dump import run_pg_dump
+from yuxi.db.migrate import MIGRATIONS_DIR
 from yuxi.errors import ArchiveInvalid, ArchiveUnsupported, RestoreTargetNotEmpty
 from yuxi.services.backup import (
     DATABASE_MEMBER,
@@ -54,6 +56,7 @@ async def _populate(c: Container) -> list[str]:
         await c.services.memory.write_memory_file(uid, f"- {MARK} {n}\n".encode())
         await c.services.memory.write_memory_file(uid, f"- {MARK} {n}\n- 第二条 {n}\n".encode())
         await c.workspace(uid).write_file("notes/a.txt", f"notes {n}".encode())
+        await c.workspace(uid).write_file("笔记/第一.md", f"中文 {n}".encode())
         thread = await c.services.chat.create_thread(uid, title=f"线程 {n}")
         await c.services.chat.submit(uid, thread.thread_id, f"hello {n}")
         uids.append(uid)
@@ -130,6 +133,12 @@ async def test_round_trip_restores_users_memory_threads_and_tokens(
     assert result.users == 4
     await compare_users(container, target, uids)
     assert await target.services.users.authenticate(issued.token) == issued.uid
+    # At this code's head: migrations ran after the dump was restored.
+    async with target.uow() as uow:
+        assert (
+            await uow.backup.schema_revision()
+            == ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+        )
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "missing", "extra", "manifest", "newer"])
