@@ -163,7 +163,10 @@ async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime
         tool_calls=settings.run_tool_call_limit,
         timeout_seconds=settings.run_timeout_seconds,
     )
-    async with open_checkpointer(container.database_url) as checkpointer:
+    # As many checkpointer connections as the app's own pool: every run in flight may save a
+    # checkpoint at once (yuxi.db.checkpointer).
+    pool = settings.db_pool_size
+    async with open_checkpointer(container.database_url, max_size=pool) as checkpointer:
         yield AgentRuntime(
             model=build_chat_model(settings),
             checkpointer=checkpointer,
@@ -207,6 +210,7 @@ def build_worker(
         heartbeat_seconds=container.settings.heartbeat_seconds,
         name=name,
         notifications=notifications,
+        concurrency=container.settings.worker_concurrency,
     )
 
 

@@ -69,6 +69,9 @@ def _start_worker(container: Container, log: Path, count: int) -> WorkerProcess:
         "YUXI_DATA_DIR": str(container.settings.data_dir),
         "YUXI_LEASE_SECONDS": str(LEASE_SECONDS),
         "YUXI_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
+        # One run per worker: the first worker's only run is the victim's, so the queued runs
+        # wait for the survivor (a worker with free slots would claim them too and die with them).
+        "YUXI_WORKER_CONCURRENCY": "1",
     }
     with log.open("wb") as out:
         proc = subprocess.Popen(

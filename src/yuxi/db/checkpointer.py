@@ -3,6 +3,7 @@ autocommit, no prepared statements, dict rows)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +25,11 @@ async def open_checkpointer(url: str, *, max_size: int = 8) -> AsyncIterator[Any
     )
     await pool.open(wait=True, timeout=30)
     try:
-        yield AsyncPostgresSaver(pool)
+        saver = AsyncPostgresSaver(pool)
+        # The saver holds one asyncio lock around every read and write, which serializes every
+        # run of the process on it. The lock guards a single shared connection; on a pool each
+        # call checks out a connection of its own, so runs in flight save at once.
+        saver.lock = contextlib.nullcontext()  # type: ignore[assignment]
+        yield saver
     finally:
         await pool.close()

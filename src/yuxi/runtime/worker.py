@@ -9,6 +9,15 @@ by the heartbeat cancels the task too, and then the worker records ``cancelled``
 A run still going after ``YUXI_RUN_TIMEOUT_SECONDS`` is cancelled the same way and recorded as
 failed with ``run_timeout``.
 
+A worker executes up to ``concurrency`` runs at once (``YUXI_WORKER_CONCURRENCY``), each in a
+task of its own with its own lease, heartbeat and deadline: a run spends nearly all its time
+waiting for the model, so one process serves many at once and a slow model makes nobody queue
+behind it while there is a free slot. With every slot taken the worker does not claim; a slot
+that frees makes it look at once. Nor does it claim while its event loop falls behind
+(:class:`LoopLag` over ``LAG_LIMIT_SECONDS``): the process's CPU is then what limits, and one more
+run would only slow every run in flight (and their heartbeats) — the run waits in the queue for
+this worker or another process's.
+
 An idle worker does not poll: it sleeps until the process's listener
 (:mod:`yuxi.db.notifications`) hears of a new pending run, and only every ``poll_seconds``
 (``YUXI_POLL_SECONDS``) looks by itself — the safety net that makes a lost notification a delay,
@@ -41,6 +50,31 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
+#: A worker with runs in flight claims no more while its event loop runs timers later than this,
+#: on average: the process has no CPU to spare (docs/performance.md, B8).
+LAG_LIMIT_SECONDS = 0.1
+#: How often the lag is sampled while runs are in flight, and re-checked while it holds claims.
+LAG_SAMPLE_SECONDS = 0.1
+
+
+class LoopLag:
+    """How late this event loop runs a timer, smoothed (exponentially, over about a second):
+    the process's CPU saturation seen from inside, whatever takes it (runs, streams, requests)."""
+
+    def __init__(self, interval: float = LAG_SAMPLE_SECONDS, weight: float = 0.2) -> None:
+        self.interval = interval
+        self.weight = weight
+        self.seconds = 0.0
+
+    def observe(self, late: float) -> None:
+        self.seconds += self.weight * (max(0.0, late) - self.seconds)
+
+    async def sample(self) -> None:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await asyncio.sleep(self.interval)
+        self.observe(loop.time() - start - self.interval)
+
 
 @dataclass
 class WorkerStats:
@@ -64,7 +98,15 @@ class Worker:
         heartbeat_seconds: float,
         name: str = "worker",
         notifications: Notifications | None = None,
+        concurrency: int = 1,
     ) -> None:
+        if concurrency < 1:
+            raise ValueError("a worker executes at least one run at a time")
+        self.concurrency = concurrency
+        #: The runs this worker is executing now (each a task of :meth:`execute_claimed`).
+        self.running: set[asyncio.Task[None]] = set()
+        self.lag = LoopLag()
+        self._watch: asyncio.Task[None] | None = None
         self.heartbeat_seconds = heartbeat_seconds
         self.notifications = notifications
         self.idle = False
@@ -180,12 +222,15 @@ class Worker:
                 return
 
     async def run_forever(self, stop: asyncio.Event, *, poll_seconds: float | None = 5.0) -> None:
-        """Claim and execute runs until ``stop`` is set. Idle, it waits for a pending-run
-        notification (or a :meth:`poke`); with ``poll_seconds`` it also reconciles and looks
-        for work by itself that often (``None``: a pool's :func:`run_pool` does that for it)."""
+        """Claim and execute runs, up to ``concurrency`` at once, until ``stop`` is set; then
+        let the runs in flight finish (cancelled with the worker if it is cancelled). Idle — a
+        slot free and nothing pending — it waits for a pending-run notification (or a
+        :meth:`poke`); with ``poll_seconds`` it also reconciles and looks for work by itself that
+        often (``None``: a pool's :func:`run_pool` does that for it)."""
         hub = self.notifications
         pending = None if hub is None else hub.subscribe(RUN_PENDING)
         self._pending = pending
+        freed = asyncio.Event()
         loop = asyncio.get_running_loop()
         next_reconcile = loop.time()
         try:
@@ -194,22 +239,65 @@ class Worker:
                     if poll_seconds is not None and loop.time() >= next_reconcile:
                         next_reconcile = loop.time() + poll_seconds
                         await self.reconcile()
-                    claimed = await self.claim()
-                    if claimed is not None:
-                        if hub is not None:  # there may be more: idle siblings look too
-                            hub.wake_channel(RUN_PENDING)
-                        await self.execute_claimed(claimed)
-                        continue  # and so do we, at once
+                    if self._may_claim():
+                        claimed = await self.claim()
+                        if claimed is not None:
+                            if hub is not None:  # there may be more: idle siblings look too
+                                hub.wake_channel(RUN_PENDING)
+                            self._start(claimed, freed)
+                            continue  # and so do we, at once
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     _log.exception("%s: unexpected error; continuing", self.name)
                 wait = None if poll_seconds is None else max(0.0, next_reconcile - loop.time())
-                await self._idle(stop, pending, wait)
+                if self._lagging():  # look again soon: the lag is re-sampled meanwhile
+                    wait = LAG_SAMPLE_SECONDS if wait is None else min(wait, LAG_SAMPLE_SECONDS)
+                await self._idle(stop, pending, freed, wait)
+            await asyncio.gather(*self.running, return_exceptions=True)
+        except asyncio.CancelledError:
+            for task in self.running:
+                task.cancel()
+            await asyncio.gather(*self.running, return_exceptions=True)
+            raise
         finally:
             self._pending = None
             if pending is not None:
                 pending.close()
+            if self._watch is not None:
+                self._watch.cancel()
+
+    def _lagging(self) -> bool:
+        return bool(self.running) and self.lag.seconds > LAG_LIMIT_SECONDS
+
+    def _may_claim(self) -> bool:
+        return len(self.running) < self.concurrency and not self._lagging()
+
+    async def _watch_lag(self) -> None:
+        """Sample the loop's lag while runs are in flight (an idle worker wakes for nothing)."""
+        while self.running:
+            await self.lag.sample()
+        self.lag.seconds = 0.0
+
+    def _start(self, claimed: ClaimedRun, freed: asyncio.Event) -> None:
+        if self.concurrency > 1 and (self._watch is None or self._watch.done()):
+            self._watch = asyncio.create_task(self._watch_lag())
+        task = asyncio.create_task(self._execute_logged(claimed))
+        self.running.add(task)
+
+        def done(t: asyncio.Task[None]) -> None:
+            self.running.discard(t)
+            freed.set()
+
+        task.add_done_callback(done)
+
+    async def _execute_logged(self, claimed: ClaimedRun) -> None:
+        try:
+            await self.execute_claimed(claimed)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # recording the end failed: the lease runs out and reconcile fails it
+            _log.exception("%s: unexpected error in run %s", self.name, claimed.identity.run_id)
 
     def poke(self) -> bool:
         """Make this worker look for work now if it is idle; False when it is not."""
@@ -219,21 +307,32 @@ class Worker:
         return True
 
     async def _idle(
-        self, stop: asyncio.Event, pending: Subscription | None, seconds: float | None
+        self,
+        stop: asyncio.Event,
+        pending: Subscription | None,
+        freed: asyncio.Event,
+        seconds: float | None,
     ) -> None:
-        """Until ``stop``, a pending-run notification or ``seconds`` have passed."""
-        waits: list[asyncio.Future[bool]] = [asyncio.ensure_future(stop.wait())]
-        if pending is not None:
+        """Until ``stop``, a run of ours ends, ``seconds`` have passed or — with a slot free — a
+        pending-run notification. With every slot taken a notification waits in ``pending``
+        (it is kept until the next wait) and the worker is not idle: nobody pokes it."""
+        free = self._may_claim()
+        waits: list[asyncio.Future[bool]] = [
+            asyncio.ensure_future(stop.wait()),
+            asyncio.ensure_future(freed.wait()),
+        ]
+        if pending is not None and free:
             waits.append(asyncio.ensure_future(pending.wait(None)))
-        self.idle = True
+        self.idle = free
         try:
             done, _ = await asyncio.wait(waits, timeout=seconds, return_when="FIRST_COMPLETED")
         finally:
             self.idle = False
+            freed.clear()
             for future in waits:
                 future.cancel()
             await asyncio.gather(*waits, return_exceptions=True)
-        if pending is not None and waits[1] in done:
+        if len(waits) > 2 and waits[2] in done:
             self.stats.woken += 1
         elif not done:
             self.stats.polled += 1
