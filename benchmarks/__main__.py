@@ -1,6 +1,6 @@
 """``python -m benchmarks [--quick] [--out DIR] [--scale quick|full|N,N,...] [--only B1,B4] ...``
 
-Runs B1–B7 on one PostgreSQL (``YUXI_BENCH_DATABASE_URL`` / ``--database-url``, else an
+Runs B1–B8 on one PostgreSQL (``YUXI_BENCH_DATABASE_URL`` / ``--database-url``, else an
 embedded server in a fresh temp directory) and writes ``report.json``, ``report.md`` and
 ``b2_latency_vs_concurrency.png`` into ``--out`` (default ``bench-results/``).
 """
@@ -39,13 +39,16 @@ class Plan:
     b6_rounds: int
     b6_warmup: int
     b6_idle_s: float
+    b8_levels: tuple[int, ...] = (1, 10, 100, 300)
+    b8_window_s: float = 15.0
+    b8_model_delay_s: float = 0.5
 
 
 PLANS = {
-    "quick": Plan(300, 10, 8, 1, 600, 20, "quick", 30, 2, 2.0, 20, 3, 10.0),
+    "quick": Plan(300, 10, 8, 1, 600, 20, "quick", 30, 2, 2.0, 20, 3, 10.0, (1, 10), 5.0),
     "full": Plan(1000, 30, 25, 3, 2000, 50, "full", 60, 2, 15.0, 100, 10, 30.0),
 }
-ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7")
+ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8")
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -83,6 +86,7 @@ async def _main(args: argparse.Namespace, argv: list[str]) -> int:
     from benchmarks.b6_runtime import run_b6
     from benchmarks.b7_recall import SIZES as B7_SIZES
     from benchmarks.b7_recall import run_b7
+    from benchmarks.b8_capacity import run_b8
 
     mode = "quick" if args.quick else "full"
     plan = PLANS[mode]
@@ -127,6 +131,15 @@ async def _main(args: argparse.Namespace, argv: list[str]) -> int:
             ),
         ),
         ("B7", lambda: run_b7(env, **B7_SIZES[mode], seed=args.seed)),
+        (
+            "B8",
+            lambda: run_b8(
+                env,
+                levels=plan.b8_levels,
+                window_s=plan.b8_window_s,
+                model_delay_s=plan.b8_model_delay_s,
+            ),
+        ),
     ]
     try:
         for name, step in steps:

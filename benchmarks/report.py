@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.b7.report import md_b7
+from benchmarks.b8_report import md_b8
 
 CHART_NAME = "b2_latency_vs_concurrency.png"
 
@@ -577,6 +578,8 @@ def write_markdown(report: dict[str, Any], out: Path) -> Path:
         lines += _md_b6(sections["b6"])
     if "b7" in sections:
         lines += md_b7(sections["b7"])
+    if "b8" in sections:
+        lines += md_b8(sections["b8"])
     errors = report.get("errors") or {}
     if errors:
         lines += ["## Errors", ""] + [f"- {k}: `{v}`" for k, v in errors.items()] + [""]

@@ -1,0 +1,177 @@
+"""B8's processes: the scripted model server, ``yuxi serve`` and ``yuxi worker`` as subprocesses,
+and the CPU each spent (psutil), the database server's backends included."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil  # type: ignore[import-untyped]
+import psycopg
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Proc:
+    """One subprocess; ``health_url`` (if any) answers 200 once it is ready, else ``ready_line``
+    appears in its log."""
+
+    role: str
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    health_url: str | None = None
+    ready_line: str | None = None
+    proc: subprocess.Popen[bytes] | None = None
+
+    async def start(self, wait_s: float = 120.0) -> None:
+        def spawn() -> subprocess.Popen[bytes]:
+            with self.log.open("wb") as out:
+                return subprocess.Popen(
+                    self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT
+                )
+
+        self.proc = await asyncio.to_thread(spawn)
+        deadline = time.monotonic() + wait_s
+        async with httpx.AsyncClient() as client:
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.role} exited:\n{self.log.read_text()[-3000:]}")
+                if self.health_url is not None:
+                    with contextlib.suppress(httpx.HTTPError):
+                        if (await client.get(self.health_url, timeout=1)).status_code == 200:
+                            return
+                elif self.ready_line and self.ready_line in self.log.read_text(errors="replace"):
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"{self.role} did not start:\n{self.log.read_text()[-3000:]}"
+                    )
+                await asyncio.sleep(0.2)
+
+    async def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            await asyncio.to_thread(self.proc.wait, 30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            await asyncio.to_thread(self.proc.wait, 10)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+
+def yuxi_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "yuxi.cli", *args]
+
+
+def model_server(port: int, delay: float, log: Path) -> Proc:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YUXI_")}
+    return Proc(
+        "model",
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.model_server",
+            "--port",
+            str(port),
+            "--delay",
+            str(delay),
+        ],
+        env,
+        log,
+        health_url=f"http://127.0.0.1:{port}/healthz",
+    )
+
+
+def _tree_cpu(pid: int) -> dict[int, float]:
+    """user+system CPU seconds of ``pid`` and each of its children (best effort)."""
+    out: dict[int, float] = {}
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return out
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            t = p.cpu_times()
+            out[p.pid] = t.user + t.system
+    return out
+
+
+@dataclass
+class CpuSampler:
+    """CPU seconds per role between :meth:`begin` and :meth:`end`: the bench's processes by
+    pid, the database server as its postmaster's whole tree (backends come and go: one that
+    started in the window counts from zero, one that ended in it is not counted)."""
+
+    roles: dict[str, list[int]] = field(default_factory=dict)
+    tree_roles: dict[str, int] = field(default_factory=dict)
+    _before: dict[str, dict[int, float]] = field(default_factory=dict)
+    _t0: float = 0.0
+    _sys0: Any = None
+
+    def _sample(self) -> dict[str, dict[int, float]]:
+        sample: dict[str, dict[int, float]] = {}
+        for role, pids in self.roles.items():
+            sample[role] = {}
+            for pid in pids:
+                with contextlib.suppress(psutil.Error):
+                    t = psutil.Process(pid).cpu_times()
+                    sample[role][pid] = t.user + t.system
+        for role, pid in self.tree_roles.items():
+            sample[role] = _tree_cpu(pid)
+        return sample
+
+    def begin(self) -> None:
+        self._before = self._sample()
+        self._t0 = time.perf_counter()
+        self._sys0 = psutil.cpu_times()
+
+    def end(self) -> dict[str, float]:
+        """Per role: CPU used as a percentage of one core over the window; ``machine_busy``:
+        of the whole machine (every process, other people's too)."""
+        after = self._sample()
+        window = max(1e-9, time.perf_counter() - self._t0)
+        out: dict[str, float] = {}
+        for role, now in after.items():
+            before = self._before.get(role, {})
+            spent = sum(v - before.get(pid, 0.0) for pid, v in now.items())
+            out[role] = round(100.0 * spent / window, 1)
+        sys1 = psutil.cpu_times()
+        if self._sys0 is not None:
+            busy = sum(sys1) - sum(self._sys0)
+            idle = (sys1.idle + getattr(sys1, "iowait", 0.0)) - (
+                self._sys0.idle + getattr(self._sys0, "iowait", 0.0)
+            )
+            out["machine_busy_pct"] = round(100.0 * (busy - idle) / max(busy, 1e-9), 1)
+        return out
+
+
+def postmaster_pid(database_url: str) -> int | None:
+    """The database server's postmaster (the parent of a backend), when it runs here."""
+    try:
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        if row is None:
+            return None
+        return int(psutil.Process(int(row[0])).ppid())
+    except (psycopg.Error, psutil.Error):
+        return None
