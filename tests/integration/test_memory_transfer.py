@@ -19,7 +19,7 @@ import pytest
 from tests.support.factories import make_asked_run, memory_file, remember, sha256_of
 from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
-from yuxi.limits import MEMORY_FILE_MAX_BYTES
+from yuxi.limits import MEMORY_FILE_MAX_BYTES, MEMORY_IMPORT_DOCUMENT_MAX_BYTES
 from yuxi.services.memory import EXPORT_FORMAT, EXPORT_VERSION
 from yuxi.workspace.filesystem import etag_for
 
@@ -337,6 +337,19 @@ async def test_the_file_limit_in_utf8_bytes(api: Api, as_json: bool) -> None:
     ok = await api.import_(auth, *body(at), if_match=await api.etag(auth))
     assert ok.status_code == 200, ok.text
     assert memory_file(api.container, uid).read_bytes() == at
+
+
+async def test_an_export_document_is_bounded_as_it_streams_in(api: Api) -> None:
+    """Fields it does not read count too: n bytes are read, n + 1 refused before parsing."""
+    _, auth = await api.user("document")
+    head, tail = b'{"format": "yuxi-memory-export", "version": 1, "content": "- a", "pad": "', b'"}'
+    for size, status in (
+        (MEMORY_IMPORT_DOCUMENT_MAX_BYTES, 200),
+        (MEMORY_IMPORT_DOCUMENT_MAX_BYTES + 1, 413),
+    ):
+        body = head + b"x" * (size - len(head) - len(tail)) + tail
+        response = await api.import_(auth, body, JSON, dry_run=True)
+        assert response.status_code == status, response.text[:200]
 
 
 J, BAD, WRONG = "application/json", "invalid_import", "unsupported_import_format"
