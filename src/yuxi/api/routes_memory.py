@@ -1,8 +1,11 @@
-"""The owner's memory: entries with their sources and lint, versions, restore, undo.
+"""The owner's memory: entries with their sources and lint, versions, restore, undo, export and
+import.
 
 The rules (scoped to the token's user, working while memory is off, the same per-user locks as
-every writer, If-Match on restore, undo only while the file is that version's result) live in
-:class:`~yuxi.services.memory.version_service.MemoryVersionService`; this module speaks HTTP.
+every writer, If-Match on restore and import, undo only while the file is that version's result,
+an import checked whole before anything is locked) live in
+:class:`~yuxi.services.memory.version_service.MemoryVersionService`; this module speaks HTTP and
+bounds a request body while it streams in (docs/design.md §10.5).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.errors import FileTooLarge
 from yuxi.limits import MEMORY_FILE_MAX_BYTES, MEMORY_IMPORT_DOCUMENT_MAX_BYTES
 from yuxi.services.memory import (
-    IMPORT_MEDIA_TYPES,
     MemoryExport,
     MemoryImportPreview,
     MemoryImportResult,
@@ -159,9 +161,9 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
+            what = "an export document" if limit != MEMORY_FILE_MAX_BYTES else "MEMORY.md"
             raise FileTooLarge(
-                f"an import may be at most {limit} bytes ({', '.join(IMPORT_MEDIA_TYPES)}); "
-                "nothing was written"
+                f"{what} may be at most {limit} bytes (UTF-8) to import; nothing was written"
             )
         chunks.append(chunk)
     return b"".join(chunks)
