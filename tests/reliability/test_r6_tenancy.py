@@ -168,6 +168,10 @@ def _http_probes(a: Attacker, v: Victim, rng: random.Random) -> dict[str, Callab
         "archive thread": lambda: c.post(f"/api/v1/threads/{thread}/archive"),
         "unarchive thread": lambda: c.post(f"/api/v1/threads/{thread}/unarchive"),
         "DELETE thread": lambda: c.delete(f"/api/v1/threads/{thread}"),
+        "GET thread memory": lambda: c.get(f"/api/v1/threads/{variant}/memory"),
+        "DELETE thread forgetting": lambda: c.delete(
+            f"/api/v1/threads/{thread}?forget_memory=true"
+        ),
         "GET run": lambda: c.get(f"/api/v1/runs/{run}"),
         "GET events": lambda: c.get(f"/api/v1/runs/{run}/events", headers={"Last-Event-ID": "0"}),
         "resume": lambda: c.post(
