@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import shutil
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -124,7 +126,11 @@ async def test_backup_under_writers_restores_into_a_fresh_cluster(
             await task
 
     assert during > 0, "no write landed while the backup ran"
-    settings = Settings(data_dir=tmp_path / "fresh")  # no URL: a new embedded cluster
+    # No URL: a new embedded cluster. Outside pytest's tmp dir (as the session's own server is):
+    # another pytest session resets that dir to 0700, which the server's system user (as root)
+    # could then no longer reach.
+    fresh = Path(tempfile.mkdtemp(prefix="yuxi-r7-"))
+    settings = Settings(data_dir=fresh / "data")
     restored = await bootstrap(settings)
     try:
         started = time.monotonic()
@@ -148,6 +154,7 @@ async def test_backup_under_writers_restores_into_a_fresh_cluster(
         assert f"approved {MARK}" in memory_file(restored, quiet[0][0]).read_text()
     finally:
         await restored.aclose(stop_embedded=True)
+        shutil.rmtree(fresh, ignore_errors=True)
 
     report(
         "R7 backup round trip",
