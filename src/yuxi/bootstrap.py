@@ -123,7 +123,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
         memory_versions=memory_versions,
         lookback=LookbackService(uow, metrics=metrics),
         users=UserService(uow, workspaces),
-        files=WorkspaceFileService(workspaces, memory, runs),
+        files=WorkspaceFileService(workspaces, memory, runs, uow=uow),
         runs=runs,
         health=HealthService(uow),
         backup=BackupService(uow, root, url, embedded=embedded is not None),

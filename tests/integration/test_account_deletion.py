@@ -275,3 +275,24 @@ async def test_a_run_executing_when_its_account_is_deleted_is_stopped_first(
     assert deleted.rows["checkpoints"] > 0
     assert not scan_database(container.database_url, [uid, "qzxbusymarker", thread]).hits
     assert scan_files(container.settings.data_dir, [uid, workspace_dirname(uid)]) == []
+
+
+async def test_a_file_write_for_a_deleted_account_brings_nothing_back(
+    container: Container,
+) -> None:
+    """A request that authenticated before the deletion and writes after it: refused, and no
+    directory, file or lock file named after the user appears."""
+    created = await container.services.users.create_user("gone")
+    uid = created.uid
+    await container.services.files.write_file(uid, "a.md", b"qzxgonefile")
+    await container.services.accounts.delete_account(uid)
+    files = file_hashes(container.settings.data_dir)
+    for path in ("a.md", "agents/MEMORY.md"):
+        with pytest.raises(NotFound):
+            await container.services.files.write_file(uid, path, b"qzxgoneagain", if_match="*")
+        with pytest.raises(NotFound):
+            await container.services.files.read_file(uid, path)
+    with pytest.raises(NotFound):
+        await container.services.files.list_files(uid)
+    assert file_hashes(container.settings.data_dir) == files
+    assert scan_files(container.settings.data_dir, [uid[2:], workspace_dirname(uid)]) == []

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from yuxi.errors import (
     FileTooLarge,
     InvalidArgument,
+    NotFound,
     PreconditionFailed,
     PreconditionRequired,
     WorkspaceFileNotFound,
@@ -27,6 +28,7 @@ from yuxi.identity import RunIdentity
 from yuxi.limits import FILE_API_MAX_BYTES
 from yuxi.services.memory.service import MemoryService
 from yuxi.services.runs.service import RunService
+from yuxi.services.unit_of_work import UnitOfWorkFactory
 from yuxi.workspace.filesystem import MEMORY_PATH, FileEntry, Workspace, etag_for, if_match_allows
 
 STALE = "the file changed since you loaded it"
@@ -40,11 +42,17 @@ class FileContent:
 
 class WorkspaceFileService:
     def __init__(
-        self, workspaces: Callable[[str], Workspace], memory: MemoryService, runs: RunService
+        self,
+        workspaces: Callable[[str], Workspace],
+        memory: MemoryService,
+        runs: RunService,
+        *,
+        uow: UnitOfWorkFactory,
     ) -> None:
         self._workspaces = workspaces
         self._memory = memory
         self._runs = runs
+        self._uow = uow
 
     async def list_files(self, uid: str, path: str = "") -> list[FileEntry]:
         """Every entry under ``path`` (recursive); the workspace is created on first use."""
@@ -74,7 +82,6 @@ class WorkspaceFileService:
         never replaced blindly: without ``if_match`` (its ETag from a read, or ``*``) the write
         is refused with :class:`~yuxi.errors.PreconditionRequired` (428).
         """
-        workspace = await self._ready(uid)
         if if_none_match is not None and if_none_match.strip() != "*":
             raise InvalidArgument('If-None-Match on a write may only be "*" (create only)')
         create_only = if_none_match is not None
@@ -86,6 +93,7 @@ class WorkspaceFileService:
                     "replace MEMORY.md with If-Match: <its ETag from GET> (or *), so an edit "
                     "never overwrites memory it has not seen"
                 )
+            await self._ready(uid)
             return await self._memory.write_memory_file(uid, data, if_match=if_match)
         if len(data) > FILE_API_MAX_BYTES:
             raise FileTooLarge(f"files may be at most {FILE_API_MAX_BYTES} bytes")
@@ -93,7 +101,14 @@ class WorkspaceFileService:
             data.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidArgument("files must be valid UTF-8 text") from None
+        await self._owner_exists(uid)
+        workspace = self._workspaces(uid)
         async with self._edit_lock(workspace):
+            # Again under the lock: an account deletion commits while holding it, so a request
+            # that authenticated before the deletion began brings no file (and no directory)
+            # back once it is done.
+            await self._owner_exists(uid)
+            await workspace.ensure_user_workspace()
             if if_match is not None or create_only:
                 try:
                     current = etag_for(await workspace.read_file(path, FILE_API_MAX_BYTES))
@@ -150,7 +165,13 @@ class WorkspaceFileService:
             await workspace.write_file(path, data)
         return data
 
+    async def _owner_exists(self, uid: str) -> None:
+        async with self._uow() as uow:
+            if await uow.users.get(uid) is None:
+                raise NotFound("user not found")
+
     async def _ready(self, uid: str) -> Workspace:
+        await self._owner_exists(uid)
         workspace = self._workspaces(uid)
         await workspace.ensure_user_workspace()
         return workspace

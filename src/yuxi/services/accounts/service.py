@@ -112,7 +112,9 @@ class AccountService:
             rows.update(await uow.accounts.delete_rows(uid))
             async with workspace.locked():
                 files = await asyncio.to_thread(remove_workspace_sync, workspace)
-            await uow.commit()
+                # Committed while the lock is held: a file write waiting for it then finds the
+                # user gone (WorkspaceFileService checks under the lock) and writes nothing.
+                await uow.commit()
         async with self._uow() as uow:  # a checkpoint written past the settle bound
             late = await uow.accounts.delete_checkpoints(thread_ids)
             await uow.commit()
