@@ -25,7 +25,12 @@ from yuxi import __version__
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.dump import run_pg_dump
 from yuxi.db.migrate import MIGRATIONS_DIR
-from yuxi.errors import ArchiveInvalid, ArchiveUnsupported, RestoreTargetNotEmpty
+from yuxi.errors import (
+    ArchiveInvalid,
+    ArchiveUnsupported,
+    BackupFailed,
+    RestoreTargetNotEmpty,
+)
 from yuxi.services.backup import (
     DATABASE_MEMBER,
     FORMAT_VERSION,
@@ -265,3 +270,20 @@ async def test_a_memory_write_after_the_snapshot_is_not_in_at_all(
     data, versions = await _restored_memory(target, uid)
     assert data == b"- before\n" and len(versions) == 1
     assert versions[0]["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+async def test_a_failed_backup_leaves_nothing_behind(
+    container: Container, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pg_dump failing (a server gone, a disk full): no archive, no .partial, no spool."""
+    await _populate(container)
+
+    def failing_dump(*args: Any, **kwargs: Any) -> Any:
+        raise BackupFailed("pg_dump failed (exit 1): simulated")
+
+    monkeypatch.setattr("yuxi.services.backup.backup.run_pg_dump", failing_dump)
+    out_dir = tmp_path / "backups"
+    out_dir.mkdir()
+    with pytest.raises(BackupFailed, match="simulated"):
+        await container.services.backup.create(out_dir / "b.tar")
+    assert list(out_dir.iterdir()) == []
