@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.support.factories import make_run, make_user, memory_file, remember, sha256_of
+from yuxi import limits
 from yuxi.bootstrap import Container
 from yuxi.errors import MemoryConflict, NotFound
 from yuxi.identity import RunIdentity
@@ -207,3 +208,36 @@ async def test_a_file_edited_outside_yuxi_into_invalid_utf8_refuses_and_keeps_th
         await chat.delete_thread(w.uid, w.thread_a, forget_memory=True)
     assert sha256_of(path) == digest
     assert (await chat.get_thread(w.uid, w.thread_a)).thread_id == w.thread_a
+
+
+async def test_an_entry_older_than_the_retained_versions_is_never_forgotten(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retention dropped the version that wrote A's entry: the oldest retained version (one of
+    B's) is all the entry view can name as its source, but the entry may predate it. Deleting B
+    with its memory must not take A's entry along (its writer is unknown), and B's entries that
+    a retained version provably introduced go."""
+    c, chat = container, container.services.chat
+    monkeypatch.setattr(limits, "MEMORY_VERSIONS_KEEP", 3)
+    uid = await make_user(c)
+    thread_a = (await chat.create_thread(uid)).thread_id
+    thread_b = (await chat.create_thread(uid)).thread_id
+    old = f"old from A {_marker('a')}"
+    run_a = await make_run(c, uid, thread_a)
+    await _write(c, run_a, old)
+    await _finish(c, run_a)
+    run_b = await make_run(c, uid, thread_b)
+    b_lines = [f"B {i} {_marker('b')}" for i in range(3)]
+    for line in b_lines:
+        await _write(c, run_b, line)
+    await _finish(c, run_b)
+    assert len(await _versions(c, uid)) == 3  # A's version is gone
+
+    listed = [e.text for e in (await chat.thread_memory(uid, thread_b)).entries]
+    assert old not in listed and listed == b_lines[1:]  # b_lines[0]: the oldest, unknown origin
+    assert (await chat.thread_memory(uid, thread_a)).entries == []
+    result = await chat.delete_thread(uid, thread_b, forget_memory=True)
+    assert result is not None and result.removed == b_lines[1:]
+    text = memory_file(c, uid).read_text()
+    assert old in text and b_lines[0] in text
+    assert all(line not in text for line in b_lines[1:])

@@ -5,7 +5,8 @@ An entry *was written by a thread* when its source — the version that last int
 changed its text (:func:`~yuxi.services.memory._provenance.entry_sources`, the same rule the
 memory API shows) — is a version recorded by one of the thread's runs (its chat runs and its
 resume runs; SubAgents never write memory). An entry the user edited since has the user's edit
-as its source, so it is not the thread's any more and stays.
+as its source, so it is not the thread's any more and stays; so does an entry that may predate
+the oldest retained version (retention dropped the version that wrote it: its writer is unknown).
 
 :meth:`ThreadMemory.delete_and_forget` does it all in one unit of work, under the locked write
 path every owner's edit takes (:meth:`~yuxi.services.memory._writer.MemoryWriteAccess.for_user`:
@@ -39,7 +40,7 @@ from yuxi.errors import MemoryConflict, NotFound, WorkspaceFileNotFound
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
 from yuxi.services.memory._entries import MemoryEntry, split_entries
 from yuxi.services.memory._provenance import entry_sources
-from yuxi.services.memory._versions import Provenance
+from yuxi.services.memory._versions import EMPTY_SHA256, Provenance
 from yuxi.services.memory._writer import MemoryWriteAccess
 from yuxi.services.memory.views import (
     MemoryEntryView,
@@ -103,12 +104,23 @@ def remove_entries(text: str, entries: Collection[MemoryEntry]) -> str:
 def _thread_entries(
     data: bytes, versions: Sequence[MemoryVersion], run_ids: Collection[str]
 ) -> list[tuple[MemoryEntry, MemoryVersion]]:
+    """The entries whose source is a version of one of ``run_ids``.
+
+    ``entry_sources`` gives an entry present in every retained version the oldest one; unless
+    that version is the user's first ever (its parent is the empty file), retention has dropped
+    what came before it, and the entry may be older than it. Such an entry's writer is unknown,
+    so it is never the thread's: forgetting removes only what provably came from the thread.
+    """
     entries = split_entries(data.decode("utf-8", errors="replace"))
-    return [
-        (entry, source)
-        for entry, source in zip(entries, entry_sources(entries, versions), strict=True)
-        if source is not None and source.run_id is not None and source.run_id in run_ids
-    ]
+    oldest = versions[-1] if versions else None
+    found = []
+    for entry, source in zip(entries, entry_sources(entries, versions), strict=True):
+        if source is None or source.run_id is None or source.run_id not in run_ids:
+            continue
+        if source is oldest and source.parent_sha256 != EMPTY_SHA256:
+            continue  # it may predate the oldest retained version: origin unknown
+        found.append((entry, source))
+    return found
 
 
 async def _owned_thread(uow: UnitOfWork, uid: str, thread_id: str) -> str:
