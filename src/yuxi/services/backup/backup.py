@@ -231,7 +231,9 @@ class BackupService:
                 newer: dict[str, MemoryHead] = {}
                 for uid in uids:
                     seq = heads.get(uid, 0)
-                    if seq > (copied[uid].seq if uid in copied else 0):
+                    # Any other newest version than the copied file's (a later write; or, never
+                    # in practice, a history rewritten since): the snapshot's file wins.
+                    if seq > 0 and seq != (copied[uid].seq if uid in copied else 0):
                         head = await snap.backup.memory_head(uid)
                         if head is not None:
                             newer[uid] = head
