@@ -72,6 +72,16 @@ async def test_delete_dialog_shows_the_threads_lines_and_forgets_them_only_when_
     )
     await ui.shot("forgotten")
 
+    # -- the memory status line offers Undo of the forget --------------------------------------
+    await page.get_by_test_id("memory-panel-button").click()
+    status = page.get_by_test_id("memory-status")
+    await expect(status).to_have_text("Forgot 1 line with the deleted thread.")
+    await page.get_by_test_id("memory-status-undo").click()
+    await expect(status).to_have_text("Forgetting undone.")
+    assert LINE in await memory_text(api)
+    await page.get_by_test_id("memory-panel-button").click()
+    await expect(page.get_by_test_id("memory-panel")).to_be_hidden()
+
     # -- deleting without the choice leaves memory byte-identical ------------------------------
     await page.get_by_test_id("new-thread").click()
     await _remember(page, "Green tea on Sundays")
