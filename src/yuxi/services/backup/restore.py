@@ -127,7 +127,10 @@ class RestoreService:
                     for k in set(counts) | set(manifest.tables)
                     if counts.get(k) != manifest.tables.get(k)
                 )
-                raise BackupFailed(f"restored row counts differ from the manifest: {wrong}")
+                raise BackupFailed(
+                    f"restored row counts differ from the manifest: {wrong}; the database is "
+                    "restored but the workspaces were not moved in (restore again with --force)"
+                )
             self._root.mkdir(mode=0o700, parents=True, exist_ok=True)
             staged = staging / "workspaces"
             for name in sorted(os.listdir(staged)) if staged.is_dir() else []:
