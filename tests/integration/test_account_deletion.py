@@ -294,5 +294,7 @@ async def test_a_file_write_for_a_deleted_account_brings_nothing_back(
             await container.services.files.read_file(uid, path)
     with pytest.raises(NotFound):
         await container.services.files.list_files(uid)
+    with pytest.raises(NotFound):  # past the file API: the memory lock's own check
+        await container.services.memory.write_memory_file(uid, b"qzxgoneagain", if_match="*")
     assert file_hashes(container.settings.data_dir) == files
     assert scan_files(container.settings.data_dir, [uid[2:], workspace_dirname(uid)]) == []

@@ -36,7 +36,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from yuxi.errors import MemoryDisabled, MemoryReadOnly, UnauthorizedRun, WorkspaceFileNotFound
+from yuxi.errors import (
+    MemoryDisabled,
+    MemoryReadOnly,
+    NotFound,
+    UnauthorizedRun,
+    WorkspaceFileNotFound,
+)
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
 from yuxi.repositories.memory import MemoryWriteAuthorization
@@ -162,6 +168,10 @@ class MemoryWriteAccess:
         """The owner's write: no switch and no run (the owner may always clean their memory)."""
         async with self._uow() as uow:
             await uow.runs.lock_user_memory(uid)
+            # An account deletion holds this lock until it commits: a deleted user's late edit
+            # stops here, before the workspace lock (whose file it would bring back).
+            if await uow.users.get(uid) is None:
+                raise NotFound("user not found")
             async with self._locked(uow, uid) as locked:
                 yield locked
 
