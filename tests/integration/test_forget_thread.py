@@ -241,3 +241,21 @@ async def test_an_entry_older_than_the_retained_versions_is_never_forgotten(
     text = memory_file(c, uid).read_text()
     assert old in text and b_lines[0] in text
     assert all(line not in text for line in b_lines[1:])
+
+
+async def test_a_deleted_threads_run_never_writes_memory_even_without_forget(
+    container: Container,
+) -> None:
+    """The memory gate refuses a run whose thread is deleted (a plain delete does not cancel
+    the run; its writes are refused all the same)."""
+    c, chat = container, container.services.chat
+    uid = await make_user(c)
+    thread = (await chat.create_thread(uid)).thread_id
+    run = await make_run(c, uid, thread)
+    path = memory_file(c, uid)
+    await chat.delete_thread(uid, thread)
+    digest = sha256_of(path)
+    late = _marker("late")
+    payload = await remember(c, run, f"late {late}")
+    assert (payload["status"], payload["code"]) == ("error", "unauthorized_run"), payload
+    assert sha256_of(path) == digest

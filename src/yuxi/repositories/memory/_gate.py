@@ -12,7 +12,9 @@ runs :data:`GATE` in the unit of work's transaction, in one round trip:
 3. the memory switch, ``FOR SHARE`` in a sub-select: a switch turned off while this statement
    waited is seen (its row changed, so it is re-read), and turning it off waits for this write's
    transaction to end. No ``user_config`` row reads as off (fail closed);
-4. the thread's source (an evaluation thread may read memory but never change it).
+4. the thread's source (an evaluation thread may read memory but never change it) and status
+   (a deleted thread's runs never write memory: a thread deleted with its memory stays
+   forgotten, design.md §10.6).
 
 :func:`authorize` turns the row into the gate's answer (the lease is judged by the database
 clock, ``now()``).
@@ -84,6 +86,10 @@ GATE = (
         .where(_THREADS.thread_id == _RUNS.conversation_thread_id)
         .scalar_subquery()
         .label("source"),
+        select(_THREADS.status)
+        .where(_THREADS.thread_id == _RUNS.conversation_thread_id)
+        .scalar_subquery()
+        .label("thread_status"),
         select(_CONFIGS.enable_memory)
         .where(_CONFIGS.uid == _UID)
         .with_for_update(read=True)
@@ -115,9 +121,9 @@ class MemoryGate:
 
 
 def authorize(identity: RunIdentity, row: Any) -> MemoryWriteAuthorization:
-    """The run must be this user's, on this thread and request, a top-level chat/resume run,
-    ``running`` without a cancel request, owned by ``worker_id`` with a lease that has not
-    expired by ``now()``."""
+    """The run must be this user's, on this thread and request, a top-level chat/resume run
+    of a thread that is not deleted, ``running`` without a cancel request, owned by
+    ``worker_id`` with a lease that has not expired by ``now()``."""
     if row is None:
         return MemoryWriteAuthorization(False, "run not found")
     checks = (
@@ -125,6 +131,7 @@ def authorize(identity: RunIdentity, row: Any) -> MemoryWriteAuthorization:
         (row.conversation_thread_id == identity.thread_id, "run belongs to another thread"),
         (row.request_id == identity.request_id, "run belongs to another request"),
         (row.run_type in MEMORY_WRITE_RUN_TYPES, f"{row.run_type} runs may not write memory"),
+        (row.thread_status != "deleted", "the run's thread was deleted"),
         (row.status == "running", f"run is {row.status}, not running"),
         (not row.cancel_requested, "run has a cancel request"),
         (

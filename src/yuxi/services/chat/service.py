@@ -202,10 +202,12 @@ class ChatService:
             return None
 
         async def delete(uow: UnitOfWork) -> None:
+            # The row lock first: a message being posted meanwhile (it touches the thread's row)
+            # commits before this goes on, so its run is among those cancelled below.
+            await uow.threads.set_status(uid, thread_id, "deleted")
             for run in await uow.runs.list_for_thread(uid, thread_id):
                 if run.status in ACTIVE_RUN_STATUSES:
                     await _cancel_in(uow, run)
-            await uow.threads.set_status(uid, thread_id, "deleted")
 
         return await self._thread_memory.delete_and_forget(uid, thread_id, delete)
 
