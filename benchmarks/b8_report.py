@@ -23,6 +23,10 @@ def _cpu(cpu: dict[str, float]) -> str:
     return ", ".join(parts)
 
 
+def _per_run(ms: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.0f}" for k, v in ms.items() if k in ("api", "worker", "postgres"))
+
+
 def md_b8(b8: dict[str, Any]) -> list[str]:
     goal = b8["goals"]
     lines = [
@@ -31,19 +35,20 @@ def md_b8(b8: dict[str, Any]) -> list[str]:
         f"Each run is {b8['model_time_per_run_ms'] / 1000:g} s of model time (two calls of "
         f"{b8['model_delay_s']:g} s: a `remember_memory` tool call, then a reply). Closed loop: "
         "each user posts a turn, follows its SSE events to the end and posts the next, for "
-        f"{b8['window_s']:g} s; the turns in flight then drain. runs/s: completed in the window. "
-        "Latency: POST → `completed`, every turn. queued: submit → claim; executing: claim → "
-        "finished (database clock). CPU: % of one core per role over the window "
-        "(`machine`: the whole machine, other processes included). Lost: a completed run whose "
-        "memory write is not in `MEMORY.md` or has no version.",
+        f"{b8['window_s']:g} s; the turns in flight then drain. runs/s: every turn completed, "
+        "over the window and the drain. Latency: POST → `completed`, every turn. queued: "
+        "submit → claim; executing: claim → finished (database clock). CPU: % of one core per "
+        "role over window and drain (`machine`: the whole machine, other processes included); "
+        "CPU ms/run: the processes that execute runs (`api` or `worker`) and PostgreSQL. Lost: "
+        "a completed run whose memory write is not in `MEMORY.md` or has no version.",
         "",
     ]
     for name, c in b8["configs"].items():
         lines += [f"**{name}** — {c['label']}", ""]
         lines += [
             "| users | runs/s | p50 ms | p95 ms | queued p50/p95 ms | executing p50/p95 ms "
-            "| errors | lost | db conns (active) | CPU % |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| errors | lost | db conns (active) | CPU % | CPU ms/run |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for users, r in c["levels"].items():
             lat, q, x = r["latency_ms"], r["queued_ms"], r["executing_ms"]
@@ -52,7 +57,7 @@ def md_b8(b8: dict[str, Any]) -> list[str]:
                 f"| {_n(q['p50'])} / {_n(q['p95'])} | {_n(x['p50'])} / {_n(x['p95'])} "
                 f"| {r['errors']} | {r['lost_memory_writes']} "
                 f"| {r['db_connections_max']} ({r['db_connections_active_max']}) "
-                f"| {_cpu(r['cpu_pct'])} |"
+                f"| {_cpu(r['cpu_pct'])} | {_per_run(r.get('cpu_ms_per_run', {}))} |"
             )
         lines.append("")
     checks = b8["checks"]

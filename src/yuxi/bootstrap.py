@@ -163,10 +163,7 @@ async def open_agent_runtime(container: Container) -> AsyncIterator[AgentRuntime
         tool_calls=settings.run_tool_call_limit,
         timeout_seconds=settings.run_timeout_seconds,
     )
-    # As many checkpointer connections as the app's own pool: every run in flight may save a
-    # checkpoint at once (yuxi.db.checkpointer).
-    pool = settings.db_pool_size
-    async with open_checkpointer(container.database_url, max_size=pool) as checkpointer:
+    async with open_checkpointer(container.database_url) as checkpointer:
         yield AgentRuntime(
             model=build_chat_model(settings),
             checkpointer=checkpointer,
