@@ -201,6 +201,23 @@ SELECT id, extract(epoch FROM started_at - created_at) * 1000,
 FROM agent_runs WHERE id = ANY(%s)
 """
 _VERSIONS = "SELECT run_id FROM memory_versions WHERE run_id = ANY(%s)"
+_TOOL_RESULTS = (
+    "SELECT run_id, data->>'result' FROM run_events WHERE run_id = ANY(%s)"
+    " AND event_type = 'tool_end'"
+)
+
+
+def _refusal(result: str | None) -> str | None:
+    """The error code of a ``remember_memory`` result that refused the write, else None."""
+    try:
+        parsed = json.loads(result or "")
+    except ValueError:
+        return None
+    if isinstance(parsed, dict) and parsed.get("status") == "error":
+        return str(parsed.get("code"))
+    return None
+
+
 _CONNECTIONS = (
     "SELECT count(*), count(*) FILTER (WHERE state = 'active') FROM pg_stat_activity"
     " WHERE datname = current_database() AND pid <> pg_backend_pid()"
@@ -224,16 +241,25 @@ async def _check(env: BenchEnv, turns: list[_Turn]) -> dict[str, Any]:
     async with await psycopg.AsyncConnection.connect(env.database_url, autocommit=True) as conn:
         versioned = {r[0] for r in await (await conn.execute(_VERSIONS, (ids,))).fetchall()}
         phases = await (await conn.execute(_PHASES, (ids,))).fetchall()
+        rows = await (await conn.execute(_TOOL_RESULTS, (ids,))).fetchall()
+    results: dict[str, str | None] = {str(r[0]): r[1] for r in rows}
     files: dict[str, str] = {}
-    lost = 0
+    lost, refused = 0, []
     for t in done:
         if t.uid not in files:
             path = env.container.workspace(t.uid).directory / "agents" / "MEMORY.md"
             files[t.uid] = path.read_text("utf-8") if path.exists() else ""
         if t.marker not in files[t.uid] or t.run_id not in versioned:
-            lost += 1
+            # The scripted model replies whatever the tool answered: a write the tool refused
+            # (with a code, nothing changed) is an error the user was told of, not a lost write.
+            code = _refusal(results.get(t.run_id or ""))
+            if code is None:
+                lost += 1
+            else:
+                refused.append(f"memory write refused ({code})")
     return {
         "lost_memory_writes": lost,
+        "refused_writes": refused,
         "queued_ms": summarize([float(r[1]) for r in phases if r[1] is not None]),
         "executing_ms": summarize([float(r[2]) for r in phases if r[2] is not None]),
     }
@@ -277,6 +303,7 @@ async def _level(
             await client.aclose()
     latencies = [(t.t1 - t.t0) * 1000 for t in turns if t.status == "completed"]
     checked = await _check(env, turns)
+    errors += checked.pop("refused_writes")
     elapsed = window_s + drained
     cpu_s = {k: v / 100 * elapsed for k, v in cpu.items() if k != "machine_busy_pct"}
     return {
