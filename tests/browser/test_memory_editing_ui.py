@@ -76,7 +76,7 @@ async def test_clear_asks_first_and_is_undoable(
     await expect(undo).to_be_hidden()
 
     # the history tells the story: cleared by you, then undone
-    await page.get_by_test_id("memory-tab-history").click()
+    await page.get_by_test_id("memory-tab-versions").click()
     await expect(page.get_by_test_id("memory-versions")).to_have_attribute("data-loaded", "true")
     kinds = page.locator('[data-testid="memory-version"]')
     await expect(kinds.first).to_have_attribute("data-kind", "undo")
@@ -178,7 +178,7 @@ async def test_history_shows_who_changed_what_with_diffs_and_restores(
     await wait_idle(page)
 
     await open_panel(page)
-    await page.get_by_test_id("memory-tab-history").click()
+    await page.get_by_test_id("memory-tab-versions").click()
     await expect(page.get_by_test_id("memory-versions")).to_have_attribute("data-loaded", "true")
     versions = page.get_by_test_id("memory-version")
     await expect(versions).to_have_count(3)

@@ -85,7 +85,7 @@ async def test_import_previews_the_diff_and_findings_before_apply(
     assert await memory_text(api) == imported
     newest = (await api.get("/api/v1/memory/versions")).json()["versions"][0]
     assert (newest["actor"], newest["kind"]) == ("user", "import")
-    await page.get_by_test_id("memory-tab-history").click()
+    await page.get_by_test_id("memory-tab-versions").click()
     first = page.get_by_test_id("memory-version").first
     await expect(first.get_by_test_id("memory-version-what")).to_have_text("You imported a file")
     await page.get_by_test_id("memory-status-undo").click()

@@ -276,7 +276,7 @@ async def test_receipt_entries_and_history_fit_a_desktop_and_a_phone(
         await expect(page.get_by_test_id("memory-close")).to_be_in_viewport()
         await ui.shot(f"entries-{size}")
 
-        await page.get_by_test_id("memory-tab-history").click()
+        await page.get_by_test_id("memory-tab-versions").click()
         await expect(page.get_by_test_id("memory-versions")).to_have_attribute(
             "data-loaded", "true"
         )

@@ -5,12 +5,12 @@
 // Modules: vocabulary (shared words) · dom (`el`, formatting) · state (the one store) · api
 // (fetch, errors, token storage) · sse (run events, Last-Event-ID) · banner · dialog (in-page
 // confirmation) · transcript (bubbles, tool cards, history) · approvals · memory_store (the
-// panel's requests and status line) · memory_entries / memory_editor / memory_history (the
+// panel's requests and status line) · memory_entries / memory_editor / memory_versions (the
 // panel's three modes) · memory_import (Import…: a dry-run preview, then Apply with If-Match) ·
 // memory_panel (switch, open/close, modes) · memory_receipt (write
 // receipts in the chat) · run (live runs) · thread_settings (rename, hidden from recall) ·
 // thread_list (the sidebar and the chat header) · threads (their actions) · start_hint (the
-// empty conversation) · markdown (assistant replies, sanitised) · files_panel (the read-only
+// empty thread) · markdown (assistant replies, sanitised) · files_panel (the read-only
 // workspace browser) · drawer (the thread list on a phone) · composer · session (sign-in with a
 // token or a login link's code / sign-out).
 

@@ -1,5 +1,5 @@
 // On a narrow screen the thread list is a drawer: closed, the transcript has the screen; the
-// "Threads" button opens it over the conversation, and choosing a thread (or Escape) closes it.
+// "Threads" button opens it over the open thread, and choosing a thread (or Escape) closes it.
 // On a wide screen the list is always shown and the button is hidden (narrow.css).
 
 import { $ } from './dom.js';

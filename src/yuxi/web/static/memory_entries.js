@@ -75,9 +75,9 @@ function sourceLine(source) {
           e.preventDefault();
           hooks.openSource(source.thread_id, source.message_id ?? null);
         },
-      }, source.thread_title || 'a conversation'), when ? `, ${when}` : '');
+      }, source.thread_title || 'a thread'), when ? `, ${when}` : '');
     } else {
-      line.append(`from a conversation${when ? `, ${when}` : ''} · `,
+      line.append(`from a thread${when ? `, ${when}` : ''} · `,
         el('span', { 'data-testid': 'memory-entry-source-gone' }, 'source no longer available'));
     }
   } else if (source.actor === 'user') {

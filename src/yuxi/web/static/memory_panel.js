@@ -1,6 +1,6 @@
 // The memory switch (/me/config) and the memory panel around its three modes: opening and
 // closing it (never losing unsaved edits silently), switching modes, reloading, and following
-// changes the assistant makes. The modes live in memory_entries, memory_editor, memory_history.
+// changes the assistant makes. The modes live in memory_entries, memory_editor, memory_versions.
 
 import { api, describe } from './api.js';
 import { showError } from './banner.js';
@@ -9,7 +9,7 @@ import { $, byteLength } from './dom.js';
 import { dropEntryDraft, hasEntryDraft, highlightEntry } from './memory_entries.js';
 import { discardDraft, hideConflict } from './memory_editor.js';
 import { resetImport } from './memory_import.js';
-import { loadHistory, resetHistory } from './memory_history.js';
+import { loadVersions, resetVersions } from './memory_versions.js';
 import { loadMemory, setMemoryStatus } from './memory_store.js';
 import { setEnableMemory, setMemoryMode, setMemoryView, state, updateMemory } from './state.js';
 
@@ -42,7 +42,7 @@ export async function onMemoryToggle() {
 
 // -- the panel ----------------------------------------------------------------------------------
 
-const MODES = ['entries', 'raw', 'history'];
+const MODES = ['entries', 'raw', 'versions'];
 
 /** Show the mode `state.memoryMode`: its tab selected, its view visible. */
 export function renderMemoryMode() {
@@ -60,13 +60,13 @@ export function renderMemoryMode() {
 export function selectMemoryMode(mode) {
   if (!MODES.includes(mode)) return;
   setMemoryMode(mode);
-  if (mode === 'history' && !$('memory-panel').hidden) loadHistory();
+  if (mode === 'versions' && !$('memory-panel').hidden) loadVersions();
   if (mode === 'raw') $('memory-text').focus();
 }
 
-/** Every new load of the file also refreshes the open history (app.js subscribes it). */
+/** Every new load of the file also refreshes the open versions list (app.js subscribes it). */
 export function followMemoryView() {
-  if (state.memoryView && state.memoryMode === 'history' && !$('memory-panel').hidden) loadHistory();
+  if (state.memoryView && state.memoryMode === 'versions' && !$('memory-panel').hidden) loadVersions();
 }
 
 /** Arrow keys move between the tabs (the tablist pattern). */
@@ -126,7 +126,7 @@ export async function closeMemoryPanel() {
   if (!(await mayDiscardEdits('Closing the panel'))) return false;
   hideConflict();
   resetImport(); // a preview not applied goes with the panel
-  resetHistory(); // reopened, it shows the history as it is then, never a stale list
+  resetVersions(); // reopened, it shows the versions as they are then, never a stale list
   $('memory-panel').hidden = true;
   $('memory-panel-button').setAttribute('aria-expanded', 'false');
   $('app-view').classList.remove('with-panel');
@@ -163,7 +163,7 @@ export function resetMemoryPanel() {
   resetImport();
   updateMemory({ dirty: false, text: '', etag: null, draftEtag: null });
   setMemoryView(null);
-  resetHistory();
+  resetVersions();
   $('memory-text').value = '';
   $('memory-filter').value = '';
   setMemoryStatus('');

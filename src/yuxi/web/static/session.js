@@ -11,7 +11,7 @@ import { $ } from './dom.js';
 import { resetMemoryPanel } from './memory_panel.js';
 import { stopFollowing } from './run.js';
 import { setToken, signedIn, signedOut, state } from './state.js';
-import { loadThreads, selectThread, showEmptyConversation } from './threads.js';
+import { loadThreads, selectThread, showEmptyThread } from './threads.js';
 
 function showSignInError(message) {
   const errorLine = $('signin-error');
@@ -105,7 +105,7 @@ export async function signIn(token) {
   const wanted = new URLSearchParams(location.hash.slice(1)).get('thread');
   const first = state.threads.find((t) => t.thread_id === wanted) || state.threads[0];
   if (first) await selectThread(first.thread_id);
-  else showEmptyConversation();
+  else showEmptyThread();
   $('message-input').focus();
   return true;
 }

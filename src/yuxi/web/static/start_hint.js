@@ -1,4 +1,4 @@
-// The empty conversation's first-use hint. What it suggests depends on the Memory switch: with
+// The empty thread's first-use hint. What it suggests depends on the Memory switch: with
 // memory off, "remember: …" would only fail (the tool is not offered), so the hint says memory is
 // off and points at the switch instead.
 
@@ -35,10 +35,10 @@ function memoryOnHint() {
       'Try “remember: I drink oolong tea”, “what do you remember?” or “write file notes/a.md: hi”.'));
 }
 
-/** The placeholder of a conversation not started yet. */
+/** The placeholder of a thread not started yet. */
 export function showStartHint() {
   showPlaceholder(
-    el('p', { class: 'empty-title' }, 'Start a conversation'),
+    el('p', { class: 'empty-title' }, 'Start a thread'),
     state.enableMemory ? memoryOnHint() : memoryOffHint());
   $('transcript').querySelector('[data-testid="empty-transcript"]').dataset.kind = 'start';
 }

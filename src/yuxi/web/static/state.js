@@ -20,7 +20,7 @@ const store = {
   awaiting: null, // run id waiting for an approval decision in the open thread
   memory: INITIAL_MEMORY, // the Memory panel's file: {etag, text, draftEtag, dirty, busy, loaded}
   memoryView: null, // GET /memory: {etag, size, limits, entries, lint}, or null before loading
-  memoryMode: 'entries', // the panel's view: entries | raw | history
+  memoryMode: 'entries', // the panel's view: entries | raw | versions
 };
 
 /** Read-only view of the store: writing to it throws. */

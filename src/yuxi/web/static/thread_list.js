@@ -64,7 +64,7 @@ function renderSidebar() {
 
 function renderHeader() {
   const current = state.threads.find((t) => t.thread_id === state.threadId);
-  const title = current ? (current.title || 'New thread') : 'New conversation';
+  const title = current ? (current.title || 'New thread') : 'New thread';
   $('thread-title').textContent = shortText(title, HEADER_TITLE_CHARS);
   $('thread-title').title = title;
   const archived = current?.status === 'archived';

@@ -33,7 +33,7 @@ export async function loadThreads() {
   }
 }
 
-export function showEmptyConversation() {
+export function showEmptyThread() {
   stopFollowing();
   openThread(null);
   showStartHint();
@@ -83,7 +83,7 @@ export async function selectThread(threadId) {
     if (!isCurrentView(gen)) return false;
     if (err instanceof ApiError && err.status === 404) {
       removeThread(threadId);
-      showEmptyConversation();
+      showEmptyThread();
       showError('That thread no longer exists.');
     } else {
       transcript.replaceChildren();
@@ -141,7 +141,7 @@ export async function onArchive() {
   try {
     await api('POST', threadPath(id, '/archive'));
     removeThread(id);
-    showEmptyConversation();
+    showEmptyThread();
   } catch (err) {
     showError(`Could not archive the thread: ${describe(err)}`);
   }
@@ -156,7 +156,7 @@ export async function onDelete() {
   try {
     const forgotten = await deleteThread(id, choice);
     removeThread(id);
-    showEmptyConversation();
+    showEmptyThread();
     if (forgotten?.version) {
       const n = forgotten.removed.length;
       setMemoryStatus(`Forgot ${n === 1 ? '1 line' : `${n} lines`} with the deleted thread.`, {
@@ -187,6 +187,6 @@ export async function onRestore(threadId = state.threadId) {
 export async function onArchivedToggle() {
   setShowArchived(!state.showArchived);
   setThreads([]);
-  showEmptyConversation();
+  showEmptyThread();
   await loadThreads();
 }

@@ -1,4 +1,4 @@
-// The history mode of the memory panel: every recorded version of MEMORY.md, newest first, with
+// The versions mode of the memory panel: every recorded version of MEMORY.md, newest first, with
 // who changed it, how and when; each opens its diff against its parent and can be restored
 // (If-Match the current version, so a restore never lands on a file the user has not seen).
 
@@ -22,8 +22,8 @@ function describeVersion(v) {
 function originLine(v) {
   if (v.actor !== 'agent' || !v.thread_id) return null;
   const title = v.source_available === false
-    ? 'a conversation no longer available'
-    : (v.thread_title || 'a conversation');
+    ? 'a thread no longer available'
+    : (v.thread_title || 'a thread');
   return el('div', { class: 'small muted version-origin' }, `in “${title}”`);
 }
 
@@ -94,7 +94,7 @@ async function onRestore(v, button) {
   } catch (err) {
     button.disabled = false;
     if (err instanceof ApiError && err.status === 412) {
-      await loadMemory(); // the history follows (memory_panel.followMemoryView)
+      await loadMemory(); // the versions follow (memory_panel.followMemoryView)
       setMemoryStatus('Not restored: the memory changed since you loaded it. Look at it again, then restore.');
     } else {
       setMemoryStatus(`Not restored: ${describe(err)}`);
@@ -107,8 +107,8 @@ async function onRestore(v, button) {
     made ? { undo: { versionId: made, label: 'Restore' } } : {});
 }
 
-/** (Re)load the list of versions into the history view. */
-export async function loadHistory() {
+/** (Re)load the list of versions into the versions view. */
+export async function loadVersions() {
   const gen = ++loadGen;
   const list = $('memory-versions');
   list.dataset.loaded = 'false';
@@ -118,7 +118,7 @@ export async function loadHistory() {
   } catch (err) {
     if (gen !== loadGen) return;
     list.replaceChildren();
-    setMemoryStatus(`Could not load the history: ${describe(err)}`);
+    setMemoryStatus(`Could not load the versions: ${describe(err)}`);
     return;
   }
   if (gen !== loadGen) return;
@@ -127,7 +127,7 @@ export async function loadHistory() {
   list.dataset.loaded = 'true';
 }
 
-export function resetHistory() {
+export function resetVersions() {
   loadGen += 1;
   $('memory-versions').replaceChildren();
   $('memory-versions').dataset.loaded = 'false';
