@@ -114,8 +114,8 @@ async def start_api(container: Container, tmp: Path, name: str) -> Proc:
     return api
 
 
-async def start_worker(container: Container, tmp: Path, name: str) -> Proc:
-    worker = _spawn(name, ["worker", "--count", "1"], _env(container), tmp)
+async def start_worker(container: Container, tmp: Path, name: str, **extra: str) -> Proc:
+    worker = _spawn(name, ["worker", "--count", "1"], _env(container, **extra), tmp)
 
     def up() -> bool:
         if worker.proc.poll() is not None:
@@ -224,7 +224,8 @@ async def test_killing_an_api_process_and_a_worker_mid_run_loses_and_doubles_not
         procs += await asyncio.gather(
             start_api(container, tmp_path, "api-a"),
             start_api(container, tmp_path, "api-b"),
-            start_worker(container, tmp_path, "worker-1"),
+            # one run at a time: its only run is the held one, so the queued runs are worker-2's
+            start_worker(container, tmp_path, "worker-1", YUXI_WORKER_CONCURRENCY="1"),
         )
         api_a, api_b, worker_1 = procs
         # Hold the user's memory lock: the run blocks inside remember_memory, mid-run, while
