@@ -1,5 +1,5 @@
 """B8's processes: the scripted model server, ``yuxi serve`` and ``yuxi worker`` as subprocesses,
-and the CPU each spent (psutil), the database server's backends included."""
+and the CPU each spent (read from ``/proc``: Linux), the database server's backends included."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil  # type: ignore[import-untyped]
 import psycopg
 
 
@@ -101,19 +100,44 @@ def model_server(port: int, delay: float, log: Path) -> Proc:
     )
 
 
-def _tree_cpu(pid: int) -> dict[int, float]:
-    """user+system CPU seconds of ``pid`` and each of its children (best effort)."""
-    out: dict[int, float] = {}
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, user+system CPU seconds) of ``pid`` from /proc, None when it is gone."""
     try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return out
-    for p in procs:
-        with contextlib.suppress(psutil.Error):
-            t = p.cpu_times()
-            out[p.pid] = t.user + t.system
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) "
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _cpu(pid: int) -> float | None:
+    stat = _stat(pid)
+    return None if stat is None else stat[1]
+
+
+def _tree_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds of ``pid`` and each of its children (one level: a postmaster's backends)."""
+    out: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        stat = _stat(int(entry.name))
+        if stat is not None and (int(entry.name) == pid or stat[0] == pid):
+            out[int(entry.name)] = stat[1]
     return out
+
+
+def _machine() -> tuple[float, float]:
+    """(all, idle + iowait) CPU ticks of the machine since boot, from /proc/stat."""
+    try:
+        first = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0, 0.0
+    ticks = [float(x) for x in first]
+    return sum(ticks[:8]), ticks[3] + ticks[4]
 
 
 @dataclass
@@ -133,9 +157,9 @@ class CpuSampler:
         for role, pids in self.roles.items():
             sample[role] = {}
             for pid in pids:
-                with contextlib.suppress(psutil.Error):
-                    t = psutil.Process(pid).cpu_times()
-                    sample[role][pid] = t.user + t.system
+                spent = _cpu(pid)
+                if spent is not None:
+                    sample[role][pid] = spent
         for role, pid in self.tree_roles.items():
             sample[role] = _tree_cpu(pid)
         return sample
@@ -143,7 +167,7 @@ class CpuSampler:
     def begin(self) -> None:
         self._before = self._sample()
         self._t0 = time.perf_counter()
-        self._sys0 = psutil.cpu_times()
+        self._sys0 = _machine()
 
     def end(self) -> dict[str, float]:
         """Per role: CPU used as a percentage of one core over the window; ``machine_busy``:
@@ -155,13 +179,10 @@ class CpuSampler:
             before = self._before.get(role, {})
             spent = sum(v - before.get(pid, 0.0) for pid, v in now.items())
             out[role] = round(100.0 * spent / window, 1)
-        sys1 = psutil.cpu_times()
-        if self._sys0 is not None:
-            busy = sum(sys1) - sum(self._sys0)
-            idle = (sys1.idle + getattr(sys1, "iowait", 0.0)) - (
-                self._sys0.idle + getattr(self._sys0, "iowait", 0.0)
-            )
-            out["machine_busy_pct"] = round(100.0 * (busy - idle) / max(busy, 1e-9), 1)
+        total, idle = _machine()
+        if self._sys0 is not None and total > self._sys0[0]:
+            spent_all, spent_idle = total - self._sys0[0], idle - self._sys0[1]
+            out["machine_busy_pct"] = round(100.0 * (spent_all - spent_idle) / spent_all, 1)
         return out
 
 
@@ -172,6 +193,7 @@ def postmaster_pid(database_url: str) -> int | None:
             row = conn.execute("SELECT pg_backend_pid()").fetchone()
         if row is None:
             return None
-        return int(psutil.Process(int(row[0])).ppid())
-    except (psycopg.Error, psutil.Error):
+        stat = _stat(int(row[0]))
+        return None if stat is None else stat[0]
+    except psycopg.Error:
         return None
