@@ -24,8 +24,8 @@ from yuxi.db.engine import create_engine, create_session_factory, libpq_url
 from yuxi.db.notifications import Notifications
 from yuxi.observability.metrics import Metrics
 from yuxi.runtime.agent_runtime import AgentRuntime, RunLimits
-from yuxi.services.backup import BackupService, RestoreService
 from yuxi.services.accounts import AccountService
+from yuxi.services.backup import BackupService, RestoreService
 from yuxi.services.chat.service import ChatService
 from yuxi.services.health_service import HealthService
 from yuxi.services.lookback.service import LookbackService
