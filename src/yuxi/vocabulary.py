@@ -83,6 +83,10 @@ MEMORY_LINT_CODES: Final = (
     "oversized_entry",
 )
 
+#: Why a ``remember_memory`` waits for the user's approval (a rejected write's ``reasons``): its
+#: content is what the lint classes ``secret_like``, or the run read untrusted input first.
+MEMORY_WRITE_HOLD_REASONS: Final = ("secret_like", "tainted")
+
 # -- credentials (the log redaction in ``yuxi.api.access_log`` recognises these prefixes) ------
 #: An API or browser session token: this prefix + 43 URL-safe characters; sent only as
 #: ``Authorization: Bearer``.

@@ -47,6 +47,7 @@ from yuxi.agents.tools.tool_result import error_payload
 from yuxi.errors import MemoryWriteRejected
 from yuxi.services.memory import held_secret_kinds
 from yuxi.utils.json_utils import compact_json
+from yuxi.vocabulary import MEMORY_WRITE_HOLD_REASONS
 
 __all__ = [
     "REMEMBER_MEMORY_TOOL",
@@ -73,8 +74,7 @@ TAINTED_WRITE_DESCRIPTION = (
 )
 
 #: The reason codes a held write carries (the rejected write's ``reasons`` lists them).
-SECRET_REASON = "secret_like"  # noqa: S105 - a reason code (the lint code), not a secret
-TAINT_REASON = "tainted"
+SECRET_REASON, TAINT_REASON = MEMORY_WRITE_HOLD_REASONS
 
 
 def run_is_tainted(messages: Sequence[BaseMessage]) -> bool:
