@@ -55,6 +55,11 @@ __all__ = [
 
 CATEGORIES = ("single", "paraphrase", "multi", "temporal")
 LANGUAGES = {"en": ENGLISH, "zh": CHINESE}
+#: Mixed into every thread id. B4's generator draws its thread ids from the same seeded stream
+#: (``random.Random(0)``): where both draw 128 bits at the same offset they would get the same id,
+#: and the second load into one database would fail on the thread id's unique index. The draws
+#: themselves are unchanged, so the corpus is the same one.
+_THREAD_ID_SALT = int.from_bytes(hashlib.sha256(b"yuxi-b7-thread-id").digest()[:16], "big")
 FIRST_MONTH = (2025, 1)
 MONTHS = 18
 FACT_MONTHS = (0, 5)
@@ -368,7 +373,8 @@ def build_corpus(
         b = _user(rng, LANGUAGES[code], uid, rng.randint(*messages))
         for p, plan in enumerate(b.plans):
             at = _when(rng, plan.month)
-            thread_of[(uid, p)] = (uuid.UUID(int=rng.getrandbits(128)).hex, plan.title)
+            thread_id = uuid.UUID(int=rng.getrandbits(128) ^ _THREAD_ID_SALT).hex
+            thread_of[(uid, p)] = (thread_id, plan.title)
             for seq, line in enumerate(plan.lines):
                 at += timedelta(minutes=rng.randint(1, 5), seconds=rng.randrange(60))
                 rows.append((at, uid, p, seq, line, plan.title))
