@@ -59,8 +59,8 @@ class Settings(BaseSettings):
     #: In-process workers started by ``yuxi serve`` (0 = rely on ``yuxi worker`` processes).
     workers: int = Field(default=1, ge=0, le=64)
     #: Runs one worker executes at once, each with its own lease and heartbeat: a run mostly
-    #: waits for the model, so slots must outnumber what one process's CPU can keep busy
-    #: (docs/performance.md, B8, has the measurement behind the default).
+    #: waits for the model, so slots must outnumber what one process's CPU can keep busy; the
+    #: process's CPU, not this number, is meant to be the bound.
     worker_concurrency: int = Field(default=64, ge=1, le=1000)
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 #: A worker with runs in flight claims no more while its event loop runs timers later than this,
-#: on average: the process has no CPU to spare (docs/performance.md, B8).
+#: on average: the process has no CPU to spare, so the runs wait in the queue for another one.
 LAG_LIMIT_SECONDS = 0.1
 #: How often the lag is sampled while runs are in flight, and re-checked while it holds claims.
 LAG_SAMPLE_SECONDS = 0.1

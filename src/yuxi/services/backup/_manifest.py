@@ -25,7 +25,7 @@ FORMAT_VERSION = 1
 PREFIX = "yuxi-backup/"
 MANIFEST_MEMBER = PREFIX + "manifest.json"
 DATABASE_MEMBER = PREFIX + "database.pgdump"
-#: A manifest larger than this is not one of ours (10 files of metadata per KiB; 64 MiB).
+#: A manifest larger than this is not one of ours: it is read whole before anything else.
 MANIFEST_MAX_BYTES = 64 * 1024 * 1024
 
 
