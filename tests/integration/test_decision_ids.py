@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.support.factories import make_user, sql
+from tests.support.factories import interrupted_run, make_user, sql
 from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
 from yuxi.errors import Conflict, InvalidArgument
@@ -18,21 +18,12 @@ from yuxi.runtime.worker import Worker
 from yuxi.vocabulary import SERVER_REQUEST_ID_PREFIXES
 
 
-async def _interrupted(container: Container, worker: Worker, uid: str) -> tuple[str, str]:
-    chat = container.services.chat
-    thread = (await chat.create_thread(uid)).thread_id
-    run, _ = await chat.submit(uid, thread, "write file notes/a.md: hello")
-    assert await worker.run_once()
-    assert (await chat.get_run(uid, run.id)).status == "interrupted"
-    return thread, run.id
-
-
 async def test_a_chat_run_cannot_take_a_decisions_id_and_the_decision_still_lands(
     container: Container, worker: Worker
 ) -> None:
     uid = await make_user(container)
     chat = container.services.chat
-    _, interrupted = await _interrupted(container, worker, uid)
+    _, interrupted = await interrupted_run(container, worker, uid)
     other = (await chat.create_thread(uid)).thread_id
     with pytest.raises(InvalidArgument, match="resume:"):
         await chat.submit(uid, other, "hijack", request_id=f"resume:{interrupted}")
@@ -71,7 +62,7 @@ async def test_a_run_stored_before_the_fix_never_answers_a_decision(
     rows out of the way; tests/integration/test_migration_0010.py)."""
     uid = await make_user(container)
     chat = container.services.chat
-    _, interrupted = await _interrupted(container, worker, uid)
+    _, interrupted = await interrupted_run(container, worker, uid)
     other = (await chat.create_thread(uid)).thread_id
     planted, _ = await chat.submit(uid, other, "planted", request_id="plant-me")
     await sql(
@@ -100,7 +91,7 @@ async def test_the_attack_over_http_is_a_clear_400_and_approve_still_works(
 ) -> None:
     created = await container.services.users.create_user("decider")
     auth = {"Authorization": f"Bearer {created.token}"}
-    _, interrupted = await _interrupted(container, worker, created.uid)
+    _, interrupted = await interrupted_run(container, worker, created.uid)
     other = (await client.post("/api/v1/threads", headers=auth)).json()["thread_id"]
 
     attack = await client.post(

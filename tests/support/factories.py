@@ -6,7 +6,7 @@ import hashlib
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
@@ -17,6 +17,9 @@ from yuxi.identity import RunIdentity
 from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
 from yuxi.repositories.user_repository import UserRepository
 from yuxi.services.memory.service import MemoryWriteResult
+
+if TYPE_CHECKING:  # the runtime is heavy to import, and the writer subprocesses need none of it
+    from yuxi.runtime.worker import Worker
 
 
 def as_kwargs(run: RunIdentity) -> dict[str, str | None]:
@@ -137,3 +140,14 @@ async def chat_once(c: Container, worker: Any, uid: str, thread_id: str, text: s
     run, _ = await c.services.chat.submit(uid, thread_id, text)
     assert await worker.run_once()
     return await c.services.chat.get_run(uid, run.id)
+
+
+async def interrupted_run(container: Container, worker: Worker, uid: str) -> tuple[str, str]:
+    """A new thread of ``uid`` whose chat run asked to write a file and waits for approval:
+    ``(thread_id, run_id)``."""
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "write file notes/a.md: hello")
+    assert await worker.run_once()
+    assert (await chat.get_run(uid, run.id)).status == "interrupted"
+    return thread, run.id
