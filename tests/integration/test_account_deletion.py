@@ -245,9 +245,10 @@ async def test_a_run_caught_mid_write_never_writes_again(container: Container) -
 async def test_a_run_executing_when_its_account_is_deleted_is_stopped_first(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A real run of the offline model, inside a tool call (its first checkpoints written),
-    when the deletion starts: its worker is told to cancel, the deletion waits for it to stop,
-    and then nothing of the user remains — no checkpoint written on the way out either."""
+    """A real run of the offline model, inside a tool call (its messages recorded), when the
+    deletion starts: its worker is told to cancel, the deletion waits for it to stop — the
+    graph saves its checkpoint as it exits — and then nothing of the user remains, that
+    checkpoint included."""
     created = await container.services.users.create_user("busy")
     uid = created.uid
     await container.services.users.set_memory_enabled(uid, True)
@@ -268,7 +269,7 @@ async def test_a_run_executing_when_its_account_is_deleted_is_stopped_first(
         await asyncio.wait_for(inside.wait(), 30)
         assert scan_database(container.database_url, ["qzxbusymarker"]).tables_with(
             "qzxbusymarker"
-        ) >= {"messages", "checkpoint_blobs"}
+        ) >= {"messages"}
         deleted = await container.services.accounts.delete_account(uid)
         assert await asyncio.wait_for(working, 30)
     assert deleted.runs_stopped == 1 and deleted.runs_unsettled == 0

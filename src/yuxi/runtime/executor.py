@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import Durability
 
 from yuxi.agents.middlewares.tool_call_integrity import closing_messages
 from yuxi.limits import RUN_MAX_STEPS
@@ -39,7 +40,17 @@ if TYPE_CHECKING:
     from yuxi.runtime.agent_runtime import AgentRuntime
     from yuxi.services.service_set import Services
 
-__all__ = ["RunExecutor"]
+__all__ = ["CHECKPOINT_DURABILITY", "RunExecutor"]
+
+#: A run's LangGraph checkpoint is saved once, when the graph exits: completed, failed,
+#: cancelled or interrupted for approval (LangGraph saves it on every exit path). Saving after
+#: every step instead ("async") writes a checkpoint, its writes and its blobs for each of a
+#: run's dozen middleware and model/tool steps: most of a run's statements and serialisation,
+#: for one thing only: a worker that dies mid-run would leave its partial state in the
+#: checkpoint. Such a run fails by lease reconciliation anyway; with "exit" the thread simply
+#: continues from the end of the run before it (its records still show what the dead run did,
+#: and its open tool calls are closed as any failed run's are).
+CHECKPOINT_DURABILITY: Durability = "exit"
 
 _log = logging.getLogger(__name__)
 
@@ -111,7 +122,11 @@ class RunExecutor:
             translator = StreamTranslator(m.id for m in earlier if getattr(m, "id", None))
             outcome.usage = translator.usage
             async for mode, chunk in graph.astream(
-                graph_input, config, context=identity, stream_mode=["updates", "messages"]
+                graph_input,
+                config,
+                context=identity,
+                stream_mode=["updates", "messages"],
+                durability=CHECKPOINT_DURABILITY,
             ):
                 for event in translator.feed(mode, chunk):
                     await self._record(claimed, event, outcome)
