@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -249,7 +250,9 @@ async def _check(env: BenchEnv, turns: list[_Turn]) -> dict[str, Any]:
         if t.uid not in files:
             path = env.container.workspace(t.uid).directory / "agents" / "MEMORY.md"
             files[t.uid] = path.read_text("utf-8") if path.exists() else ""
-        if t.marker not in files[t.uid] or t.run_id not in versioned:
+        # Whole markers only: "… turn 1" must not be found inside "… turn 10".
+        landed = re.search(re.escape(t.marker) + r"(?!\d)", files[t.uid]) is not None
+        if not landed or t.run_id not in versioned:
             # The scripted model replies whatever the tool answered: a write the tool refused
             # (with a code, nothing changed) is an error the user was told of, not a lost write.
             code = _refusal(results.get(t.run_id or ""))

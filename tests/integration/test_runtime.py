@@ -20,6 +20,7 @@ from tests.support.factories import (
 )
 from tests.support.waiting import until
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime
+from yuxi.errors import NotFound
 from yuxi.runtime.executor import RunExecutor
 from yuxi.runtime.worker import Worker
 from yuxi.services.runs.service import ClaimedRun, LeaseLost, RunService
@@ -284,3 +285,55 @@ async def test_cancel_a_pending_run(container: Container, worker: Worker) -> Non
     cancelled = await chat.cancel(uid, run.id)
     assert cancelled.status == "cancelled"
     assert await worker.run_once() is False
+
+
+async def _checkpoints(container: Container, thread_id: str) -> int:
+    async with container.session_factory() as s:
+        count = await s.scalar(
+            text("SELECT count(*) FROM checkpoints WHERE thread_id = :t"), {"t": thread_id}
+        )
+    return int(count or 0)
+
+
+async def test_a_run_saves_one_checkpoint_as_its_graph_exits(
+    container: Container, worker: Worker
+) -> None:
+    """The checkpoint rule (design.md §7 "Checkpoints"): a run with a tool call and a reply —
+    a dozen graph steps — saves its checkpoint once, when the graph exits; an interruption
+    saves one too, and the resume continues from it."""
+    uid = await make_user(container, memory=True)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, events = await _run(container, worker, uid, thread, "remember: qzxcheckpointrule")
+    assert run.status == "completed" and _tools(events) == ["remember_memory"]
+    assert await _checkpoints(container, thread) == 1
+
+    run, _ = await _run(container, worker, uid, thread, "write file notes/a.md: 一")
+    assert run.status == "interrupted", run.error_message
+    assert await _checkpoints(container, thread) == 2
+    resume, _ = await chat.resume(uid, run.id, "approve")
+    assert await worker.run_once()
+    assert (await chat.get_run(uid, resume.id)).status == "completed"
+    assert await _checkpoints(container, thread) == 3
+    assert (container.workspace(uid).directory / "notes" / "a.md").read_text() == "一"
+
+
+async def test_an_event_stream_page_reads_the_status_first_and_only_the_owners_run(
+    container: Container, worker: Worker
+) -> None:
+    uid, other = await make_user(container), await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello")
+    page = await chat.stream_page(uid, run.id, 0)
+    assert not page.settled and not page.more
+    assert [e.event_type for e in page.events] == ["run_status"]
+    assert await worker.run_once()
+    page = await chat.stream_page(uid, run.id, page.events[-1].seq)
+    assert page.settled and page.events[-1].data["status"] == "completed"
+    everything = await chat.events_after(uid, run.id)
+    assert [e.seq for e in page.events] == [e.seq for e in everything[1:]]
+    full = await chat.stream_page(uid, run.id, 0, limit=2)
+    assert full.more and len(full.events) == 2
+    with pytest.raises(NotFound):
+        await chat.stream_page(other, run.id, 0)

@@ -144,8 +144,11 @@ async def run_events(
         seq = start
         with live.watch(run_id, uid, token, seq) as watch:
             while not watch.ended:
-                events = await chat.events_after(uid, run_id, seq)
-                for e in events:
+                # One transaction per wake: the status, then the events after ``seq``. A wake-up
+                # pending from before this read is forgotten: the read sees what it announced.
+                watch.sub.clear()
+                page = await chat.stream_page(uid, run_id, seq)
+                for e in page.events:
                     seq = e.seq
                     yield {
                         "id": str(e.seq),
@@ -157,13 +160,10 @@ async def run_events(
                         ),
                     }
                 watch.seen = seq
-                if events:
+                if page.more:
                     continue
-                run = await chat.get_run(uid, run_id)
-                if run.status in SETTLED_RUN_STATUSES:
-                    if not await chat.events_after(uid, run_id, seq):
-                        return
-                    continue
+                if page.settled:
+                    return
                 while not await watch.sub.wait(STREAM_IDLE_CHECK_SECONDS):
                     if await request.is_disconnected():
                         return

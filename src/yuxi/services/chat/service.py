@@ -24,6 +24,7 @@ from yuxi.limits import (
 )
 from yuxi.services.chat.views import (
     MessageSummary,
+    StreamPage,
     ThreadDetail,
     ThreadSummary,
     ToolCallSummary,
@@ -32,7 +33,12 @@ from yuxi.services.chat.views import (
 from yuxi.services.memory import ThreadForgetView, ThreadMemory, ThreadMemoryView
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
-from yuxi.vocabulary import ACTIVE_RUN_STATUSES, AGENT_CALL_SOURCES, SERVER_REQUEST_ID_PREFIXES
+from yuxi.vocabulary import (
+    ACTIVE_RUN_STATUSES,
+    AGENT_CALL_SOURCES,
+    SERVER_REQUEST_ID_PREFIXES,
+    SETTLED_RUN_STATUSES,
+)
 from yuxi.workspace.filesystem import Workspace
 
 DECISIONS = ("approve", "reject")
@@ -344,6 +350,24 @@ class ChatService:
             if await uow.runs.get_owned(uid, run_id) is None:
                 raise NotFound("run not found")
             return await uow.events.list_after(run_id, after_seq, limit)
+
+    async def stream_page(
+        self, uid: str, run_id: str, after_seq: int, limit: int = 500
+    ) -> StreamPage:
+        """What an event stream sends next, in one transaction: the run's status, then its
+        events after ``after_seq``. The status is read first, so a settled status means every
+        event of the run is among those read (a run settles in the transaction that records its
+        last event). Another user's run, or one that is gone, is NotFound."""
+        async with self._uow() as uow:
+            status = await uow.runs.owned_status(uid, run_id)
+            if status is None:
+                raise NotFound("run not found")
+            events = await uow.events.list_after(run_id, after_seq, limit)
+        return StreamPage(
+            events=events,
+            settled=status in SETTLED_RUN_STATUSES,
+            more=len(events) >= limit,
+        )
 
     async def stream_state(
         self, tokens: list[str], run_ids: list[str]

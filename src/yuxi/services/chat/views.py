@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from yuxi.db.models import AgentRun, Conversation, Message, ToolCall
+from yuxi.db.models import AgentRun, Conversation, Message, RunEvent, ToolCall
 from yuxi.limits import EVENT_TEXT_BYTES
 from yuxi.utils.string_utils import truncate_utf8
 
@@ -19,6 +19,7 @@ __all__ = [
     "MessageSummary",
     "RunErrorView",
     "RunSummary",
+    "StreamPage",
     "ThreadDetail",
     "ThreadSummary",
     "ToolCallSummary",
@@ -179,3 +180,14 @@ def run_view(run: AgentRun) -> RunSummary:
         else MemorySnapshotView(run.memory_snapshot_sha256, run.memory_snapshot_bytes),
         usage=_usage_of(run.output),
     )
+
+
+@dataclass(frozen=True)
+class StreamPage:
+    """What a run's event stream sends next: ``events`` in order; ``settled`` when the run had
+    settled before they were read (so none is left to wait for); ``more`` when the page was
+    full (read again at once)."""
+
+    events: list[RunEvent]
+    settled: bool
+    more: bool
