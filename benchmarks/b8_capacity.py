@@ -15,6 +15,10 @@ connections open at once, errors (an HTTP error, a run that did not complete) an
 writes**: a completed run whose marker is missing from its user's ``MEMORY.md`` or that has no
 memory version of its own.
 
+Then the **framework floor** (:mod:`benchmarks.b8_floor`) at the same levels, against the same
+model server and database: a bare ``create_agent`` graph, compiled once, in a process of its own,
+with none of Yuxi's guarantees. Its CPU per run is the baseline Yuxi's is read against.
+
 Goals (issue 29): no errors, no lost writes; at 100 users p95 ≤ 2× the run's model time.
 """
 
@@ -34,6 +38,7 @@ import httpx
 import psycopg
 
 from benchmarks import _b8proc as procs
+from benchmarks.b8_floor import run_floor
 from benchmarks.env import BenchEnv
 from benchmarks.stats import summarize
 
@@ -337,6 +342,7 @@ async def run_b8(
     window_s: float = 20.0,
     model_delay_s: float = MODEL_DELAY_S,
     configs: tuple[str, ...] = tuple(CONFIGS),
+    floor: bool = True,
 ) -> dict[str, Any]:
     model_port = procs.free_port()
     model = procs.model_server(model_port, model_delay_s, env.tmp_root / "b8-model.log")
@@ -347,6 +353,7 @@ async def run_b8(
             "[bench] B8: the database server's processes are not visible here: no CPU", flush=True
         )
     out: dict[str, Any] = {}
+    floor_rows: dict[str, Any] = {}
     try:
         for name in configs:
             cfg = CONFIGS[name]
@@ -387,6 +394,23 @@ async def run_b8(
                 "worker_env": cfg.worker_env,
                 "levels": rows,
             }
+        # The framework floor at the same levels, against the same model server and database
+        # (benchmarks.b8_floor): what a bare create_agent graph costs per run, side by side.
+        for users in levels if floor else ():
+            floor_rows[str(users)] = row = await run_floor(
+                env.database_url,
+                f"http://127.0.0.1:{model_port}/v1",
+                users,
+                window_s,
+                env.tmp_root / f"b8-floor-{users}.log",
+            )
+            lat = row["latency_ms"]
+            print(
+                f"[bench] B8 floor {users:>4} users: {row['runs_per_s']:.1f} runs/s, "
+                f"p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms, errors {row['errors']}, "
+                f"lost {row['lost_writes']}, cpu {row['cpu_ms_per_run']:.1f} ms/run",
+                flush=True,
+            )
     finally:
         await model.stop()
     model_time_ms = model_delay_s * MODEL_CALLS_PER_RUN * 1000
@@ -401,12 +425,19 @@ async def run_b8(
         row = c["levels"].get(str(GOAL_USERS))
         if row is not None:
             checks[f"p95_at_{GOAL_USERS}_ok/{name}"] = row["latency_ms"]["p95"] <= goal_ms
+    floor_goal = floor_rows.get(str(GOAL_USERS))
+    if floor_goal is not None:
+        checks[f"p95_at_{GOAL_USERS}_ok/floor"] = floor_goal["latency_ms"]["p95"] <= goal_ms
+    checks["floor_no_errors"] = all(
+        r["errors"] == 0 and r["lost_writes"] == 0 for r in floor_rows.values()
+    )
     return {
         "model_delay_s": model_delay_s,
         "model_time_per_run_ms": model_time_ms,
         "window_s": window_s,
         "levels": list(levels),
         "configs": out,
+        "floor": {"levels": floor_rows},
         "goals": {"p95_ms_at_users": goal_ms, "users": GOAL_USERS},
         "checks": checks,
         "logs": str(env.tmp_root),

@@ -60,6 +60,30 @@ def md_b8(b8: dict[str, Any]) -> list[str]:
                 f"| {_cpu(r['cpu_pct'])} | {_per_run(r.get('cpu_ms_per_run', {}))} |"
             )
         lines.append("")
+    floor = b8.get("floor", {}).get("levels", {})
+    if floor:
+        lines += [
+            "**floor** — a bare `create_agent` graph compiled once, in its own process "
+            "(`benchmarks/b8_floor.py`): no HTTP, SSE, leases, run records, memory gate or "
+            "versions. ours/floor: the CPU per run of the process(es) executing runs in each "
+            "configuration (`api` + `worker`) over the floor's.",
+            "",
+            "| users | runs/s | p50 ms | p95 ms | errors | lost | CPU ms/run | ours/floor CPU |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for users, r in floor.items():
+            lat, base = r["latency_ms"], r["cpu_ms_per_run"]
+            ratios = []
+            for name, c in b8["configs"].items():
+                ours = c["levels"].get(users, {}).get("cpu_ms_per_run", {})
+                spent = sum(v for k, v in ours.items() if k in ("api", "worker"))
+                if spent and base:
+                    ratios.append(f"{name} {spent / base:.1f}×")
+            lines.append(
+                f"| {users} | {_n(r['runs_per_s'], 1)} | {_n(lat['p50'])} | {_n(lat['p95'])} "
+                f"| {r['errors']} | {r['lost_writes']} | {_n(base, 1)} | {', '.join(ratios)} |"
+            )
+        lines.append("")
     checks = b8["checks"]
     marks = ", ".join(f"{k} {'✓' if v else '✗'}" for k, v in checks.items())
     lines += [

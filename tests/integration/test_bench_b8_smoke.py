@@ -54,6 +54,9 @@ async def test_b8_at_toy_scale_in_one_serve_and_split_processes(
         assert row["turns"] >= 2 and row["latency_ms"]["n"] == row["turns"]
         assert row["executing_ms"]["n"] == row["turns"]  # every completed run was found
     assert b8["checks"]["no_errors"] and b8["checks"]["no_lost_writes"]
+    floor = b8["floor"]["levels"]["2"]
+    assert floor["errors"] == 0 and floor["lost_writes"] == 0 and floor["completed"] >= 2
+    assert b8["checks"]["floor_no_errors"]
     doc = {
         "meta": {
             "started_at": "now",
@@ -70,4 +73,4 @@ async def test_b8_at_toy_scale_in_one_serve_and_split_processes(
     out = tmp_path / "out"
     out.mkdir()
     md = report.write_markdown(doc, out).read_text()
-    assert "## B8" in md and "**split**" in md
+    assert "## B8" in md and "**split**" in md and "**floor**" in md
