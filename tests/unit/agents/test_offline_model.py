@@ -12,6 +12,7 @@ import pytest
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableBinding
+from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from tests.support.agent_fakes import OFFLINE_TOOL_NAMES, named_tool
@@ -243,7 +244,7 @@ def test_build_chat_model_defaults_to_offline() -> None:
     assert isinstance(build_chat_model(Settings(model="  ")), OfflineChatModel)
 
 
-def test_build_chat_model_uses_init_chat_model_with_base_url_and_key() -> None:
+def test_build_chat_model_builds_an_openai_model_with_base_url_and_key() -> None:
     settings = Settings(
         model="openai:gpt-4o-mini",
         model_base_url="http://127.0.0.1:9/v1",
@@ -251,9 +252,10 @@ def test_build_chat_model_uses_init_chat_model_with_base_url_and_key() -> None:
     )
     model = build_chat_model(settings)
     assert not isinstance(model, OfflineChatModel)
-    assert type(model).__name__ == "ChatOpenAI"
-    assert model.openai_api_base == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
-    assert model.openai_api_key.get_secret_value() == "sk-test-not-real"  # type: ignore[attr-defined]
+    assert isinstance(model, ChatOpenAI)  # PassthroughChatOpenAI: the same wire bytes
+    assert model.openai_api_base == "http://127.0.0.1:9/v1"
+    assert isinstance(model.openai_api_key, SecretStr)
+    assert model.openai_api_key.get_secret_value() == "sk-test-not-real"
 
 
 # -- a message of several command lines: one command per model turn, in order ----------------

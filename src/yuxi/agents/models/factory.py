@@ -8,6 +8,7 @@ from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
 from yuxi.agents.models.offline import OfflineChatModel
+from yuxi.agents.models.openai_passthrough import PassthroughChatOpenAI
 from yuxi.settings import Settings
 
 __all__ = ["build_chat_model"]
@@ -16,7 +17,8 @@ _STREAM_USAGE_PROVIDERS = ("openai", "azure_openai")
 
 
 def build_chat_model(settings: Settings) -> BaseChatModel:
-    """``settings.model`` unset → :class:`OfflineChatModel`; else ``init_chat_model``.
+    """``settings.model`` unset → :class:`OfflineChatModel`; ``openai:<model>`` →
+    :class:`PassthroughChatOpenAI` (``ChatOpenAI``, same wire bytes); else ``init_chat_model``.
 
     ``settings.model`` is ``provider:model`` (for example ``openai:gpt-4o-mini``);
     ``model_base_url`` (an OpenAI-compatible endpoint) and ``model_api_key`` are passed only
@@ -41,5 +43,9 @@ def build_chat_model(settings: Settings) -> BaseChatModel:
         kwargs["base_url"] = settings.model_base_url
     if settings.model_api_key is not None:
         kwargs["api_key"] = settings.model_api_key.get_secret_value()
+    provider, _, model_name = name.partition(":")
+    if provider == "openai" and model_name:
+        # The same ChatOpenAI, minus the SDK's per-message request walk (see the module).
+        return PassthroughChatOpenAI(model=model_name, **kwargs)
     model: BaseChatModel = init_chat_model(name, **kwargs)
     return model
