@@ -35,10 +35,7 @@ class _Server(uvicorn.Server):
 async def serve_app(container: Container, *, host: str, port: int, banner: str = "") -> None:
     """Serve the API and UI until SIGINT/SIGTERM; ``banner`` is printed once listening is near."""
     logs = None if container.settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG
-    # httptools: the HTTP/1.1 parser in C (h11, uvicorn's fallback, is Python: CPU per request).
-    config = uvicorn.Config(
-        create_app(container), host=host, port=port, log_config=logs, http="httptools"
-    )
+    config = uvicorn.Config(create_app(container), host=host, port=port, log_config=logs)
     # after Config: it (re)configures uvicorn's loggers; the filter goes on the one it logs to
     install_access_log_redaction()
     server = _Server(config)

@@ -4,7 +4,7 @@ One module per command group; importing this package registers them all on :data
 """
 
 from yuxi.cli import accounts, backup, bench, db, evaluate, memory, serve, users
-from yuxi.cli._app import app, run_loop
+from yuxi.cli._app import app
 from yuxi.cli.serve import DEMO_UID, demo_banner
 
 __all__ = [
@@ -17,7 +17,6 @@ __all__ = [
     "demo_banner",
     "evaluate",
     "memory",
-    "run_loop",
     "serve",
     "users",
 ]

@@ -4,8 +4,8 @@ command, user-facing errors as one line)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import typer
 
@@ -53,20 +53,6 @@ def _options(
 T = TypeVar("T")
 
 
-def run_loop(main: Coroutine[Any, Any, T]) -> T:
-    """Run ``main`` to completion on uvloop's event loop (asyncio's where uvloop is not
-    installed: it has no Windows build). Every command runs its loop here.
-
-    A process's runs, event streams and requests all share one event loop, and CPU per run is
-    what bounds a process once the model is slow (B8): libuv's loop spends less of it per
-    callback, socket read and timer than asyncio's selector loop written in Python."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - the dependency is declared for every POSIX
-        return asyncio.run(main)
-    return uvloop.run(main)
-
-
 def _with_container(fn: Callable[[Container], Awaitable[T]], *, migrate: bool = False) -> T:
     """Run ``fn`` with a container; a user-facing Yuxi error (an unknown user, a bad value) is
     printed as one line and exits 1."""
@@ -79,7 +65,7 @@ def _with_container(fn: Callable[[Container], Awaitable[T]], *, migrate: bool = 
             await container.aclose()
 
     try:
-        return run_loop(main())
+        return asyncio.run(main())
     except YuxiError as exc:
         if isinstance(exc, ConfigurationError):
             raise

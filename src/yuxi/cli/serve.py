@@ -9,7 +9,7 @@ import typer
 
 from yuxi.api.access_log import redact_credentials
 from yuxi.bootstrap import Container, bootstrap
-from yuxi.cli._app import _with_container, app, run_loop
+from yuxi.cli._app import _with_container, app
 from yuxi.cli.users import _when, login_url
 from yuxi.observability.logs import configure_logging
 from yuxi.settings import load_settings
@@ -48,7 +48,7 @@ def _serve(host: str | None, port: int | None, *, demo: bool) -> None:
         finally:
             await container.aclose(stop_embedded=True)
 
-    run_loop(main())
+    asyncio.run(main())
 
 
 @app.command("serve")
