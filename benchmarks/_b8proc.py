@@ -191,9 +191,8 @@ def postmaster_pid(database_url: str) -> int | None:
     try:
         with psycopg.connect(database_url) as conn:
             row = conn.execute("SELECT pg_backend_pid()").fetchone()
-        if row is None:
-            return None
-        stat = _stat(int(row[0]))
-        return None if stat is None else stat[0]
+            # read while the backend lives: it exits as soon as the connection closes
+            stat = None if row is None else _stat(int(row[0]))
     except psycopg.Error:
         return None
+    return None if stat is None else stat[0]
