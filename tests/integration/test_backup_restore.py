@@ -12,19 +12,22 @@ import hashlib
 import io
 import json
 import tarfile
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from alembic.script import ScriptDirectory
 
 from tests.support.backup import compare_users, tree_digest, user_rows
 from tests.support.factories import make_user, memory_file
+from tests.support.postgres import with_database
 from yuxi import __version__
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.db.dump import run_pg_dump
-from yuxi.db.migrate import MIGRATIONS_DIR
+from yuxi.db.migrate import MIGRATIONS_DIR, upgrade_sync
 from yuxi.errors import (
     ArchiveInvalid,
     ArchiveUnsupported,
@@ -287,3 +290,52 @@ async def test_a_failed_backup_leaves_nothing_behind(
     with pytest.raises(BackupFailed, match="simulated"):
         await container.services.backup.create(out_dir / "b.tar")
     assert list(out_dir.iterdir()) == []
+
+
+async def test_an_archive_of_an_older_schema_is_migrated_to_head_after_the_restore(
+    pg_server_url: str, target: Container, tmp_path: Path
+) -> None:
+    """A backup taken at an older schema revision (0009) restores, then this code's migrations
+    run over the restored rows: the archive's run with a server-prefixed client request id comes
+    out as 0010 makes it, and the rest is as it was."""
+    name = f"yuxi_old_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = with_database(pg_server_url, name)
+    try:
+        upgrade_sync(url, "0009")
+        with psycopg.connect(url) as conn:
+            conn.execute("INSERT INTO users (uid, name) VALUES ('u_old', '旧用户')")
+            conn.execute(
+                "INSERT INTO conversations (thread_id, uid, title, source, status) "
+                "VALUES ('t_old', 'u_old', '旧线程', 'chat', 'active')"
+            )
+            conn.execute(
+                "INSERT INTO agent_runs (id, uid, conversation_thread_id, request_id, run_type, "
+                "status) VALUES ('r_old', 'u_old', 't_old', 'resume:r_x', 'chat', 'completed')"
+            )
+        source = await bootstrap(Settings(database_url=url, data_dir=tmp_path / "old"))
+        try:
+            await source.workspace("u_old").write_file("笔记.md", f"{MARK} old".encode())
+            out = tmp_path / "old.tar"
+            await source.services.backup.create(out)
+        finally:
+            await source.aclose()
+        assert parse_manifest(_manifest_bytes(out)).schema_revision == "0009"
+
+        await target.services.restore.restore(out)
+        async with target.uow() as uow:
+            assert (
+                await uow.backup.schema_revision()
+                == ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+            )
+        with psycopg.connect(target.settings.database_url) as conn:
+            runs = conn.execute("SELECT id, request_id FROM agent_runs").fetchall()
+            users = conn.execute("SELECT uid, name FROM users").fetchall()
+        assert runs == [("r_old", "client:r_old")]  # 0010 ran over the restored rows
+        assert users == [("u_old", "旧用户")]
+        restored = target.workspace("u_old").directory / "笔记.md"
+        assert restored.read_text("utf-8") == f"{MARK} old"
+    finally:
+        with psycopg.connect(pg_server_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
