@@ -329,7 +329,9 @@ async def test_an_archive_of_an_older_schema_is_migrated_to_head_after_the_resto
                 await uow.backup.schema_revision()
                 == ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
             )
-        with psycopg.connect(target.settings.database_url) as conn:
+        target_url = target.settings.database_url
+        assert target_url is not None
+        with psycopg.connect(target_url) as conn:
             runs = conn.execute("SELECT id, request_id FROM agent_runs").fetchall()
             users = conn.execute("SELECT uid, name FROM users").fetchall()
         assert runs == [("r_old", "client:r_old")]  # 0010 ran over the restored rows
