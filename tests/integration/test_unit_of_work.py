@@ -11,6 +11,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from sqlalchemy import text
@@ -19,8 +20,11 @@ from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from sqlalchemy.pool import QueuePool
 
 from tests.support.factories import make_run, make_user
+from tests.support.server import create_user_with_token
 from tests.support.waiting import until
+from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
+from yuxi.errors import StorageFull
 from yuxi.identity import RunIdentity
 from yuxi.limits import MEMORY_VERSIONS_KEEP, MEMORY_VERSIONS_MAX_BYTES
 from yuxi.repositories.memory.version_repository import EMPTY_SHA256, NewVersion
@@ -231,3 +235,49 @@ async def test_a_failed_connect_yields_to_the_event_loop(tmp_path: Path) -> None
         assert ran == [True], "the failed connect never yielded to the event loop"
     finally:
         await engine.dispose()
+
+
+_FULL_FUNCTION = """
+CREATE FUNCTION yuxi_test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full';
+END $$
+"""
+_FULL_TRIGGER = (
+    "CREATE TRIGGER yuxi_test_disk_full BEFORE INSERT ON conversations"
+    " FOR EACH ROW EXECUTE FUNCTION yuxi_test_disk_full()"
+)
+
+
+async def test_a_full_database_disk_is_storage_full_and_the_block_saves_nothing(
+    container: Container,
+) -> None:
+    """SQLSTATE 53100 (what PostgreSQL raises when a table cannot grow) leaves a unit of work as
+    StorageFull — 507 over HTTP, like a full data dir — with the block rolled back; once there
+    is room again the same request succeeds, no restart."""
+    uid, token = await create_user_with_token(container, "full-disk")
+    threads_before = await _threads(container)
+    async with container.session_factory() as s, s.begin():
+        await s.execute(text(_FULL_FUNCTION))
+        await s.execute(text(_FULL_TRIGGER))
+    with pytest.raises(StorageFull) as caught:
+        await container.services.chat.create_thread(uid, title="满")
+    assert isinstance(caught.value.__cause__, OperationalError)
+    transport = httpx.ASGITransport(app=create_app(container, workers=0))
+    auth = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://yuxi.test") as client:
+        refused = await client.post("/api/v1/threads", json={"title": "满"}, headers=auth)
+        assert refused.status_code == 507, refused.text
+        assert refused.json()["error"]["code"] == "storage_full"
+        assert await _threads(container) == threads_before
+        assert (await client.get("/api/v1/threads", headers=auth)).status_code == 200
+        async with container.session_factory() as s, s.begin():
+            await s.execute(text("DROP TRIGGER yuxi_test_disk_full ON conversations"))
+        created = await client.post("/api/v1/threads", json={"title": "空"}, headers=auth)
+        assert created.status_code == 201, created.text
+    assert await _threads(container) == threads_before + 1
+
+
+async def _threads(container: Container) -> int:
+    async with container.session_factory() as s:
+        return int(await s.scalar(text("SELECT count(*) FROM conversations")) or 0)

@@ -23,8 +23,11 @@ import asyncio
 from types import TracebackType
 from typing import Self
 
+import psycopg
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from yuxi.errors import StorageFull
 from yuxi.repositories.account_repository import AccountRepository
 from yuxi.repositories.backup_repository import BackupRepository
 from yuxi.repositories.health_repository import HealthRepository
@@ -39,6 +42,10 @@ from yuxi.repositories.token_repository import TokenRepository
 from yuxi.repositories.user_repository import UserRepository
 
 __all__ = ["UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
+
+
+def _disk_full(exc: BaseException | None) -> bool:
+    return isinstance(exc, DBAPIError) and isinstance(exc.orig, psycopg.errors.DiskFull)
 
 
 class UnitOfWork:
@@ -101,6 +108,14 @@ class UnitOfWork:
         # close() rolls back what was not committed, after detaching every loaded row: rows a
         # read-only block returns stay readable (an explicit rollback() would expire them).
         await asyncio.shield(asyncio.ensure_future(session.close()))
+        if _disk_full(exc):
+            # The database's disk is full (SQLSTATE 53100, raised by the statement that needed
+            # the room): the transaction rolled back, so nothing of the block was saved — the
+            # same promise, code and HTTP status as a full data dir (the embedded server keeps
+            # its files in the data dir, so the two fill up together).
+            raise StorageFull(
+                "the database has no space left on its disk; nothing was saved"
+            ) from exc
 
     async def commit(self) -> None:
         """Commit everything done in this block. Once committed, the block is over."""
