@@ -19,7 +19,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from sqlalchemy.pool import QueuePool
 
-from tests.support.factories import make_run, make_user
+from tests.support.factories import make_run, make_user, memory_file, remember
 from tests.support.server import create_user_with_token
 from tests.support.waiting import until
 from yuxi.api.app import create_app
@@ -244,7 +244,7 @@ BEGIN
 END $$
 """
 _FULL_TRIGGER = (
-    "CREATE TRIGGER yuxi_test_disk_full BEFORE INSERT ON conversations"
+    "CREATE TRIGGER yuxi_test_disk_full BEFORE INSERT ON {table}"
     " FOR EACH ROW EXECUTE FUNCTION yuxi_test_disk_full()"
 )
 
@@ -259,7 +259,7 @@ async def test_a_full_database_disk_is_storage_full_and_the_block_saves_nothing(
     threads_before = await _threads(container)
     async with container.session_factory() as s, s.begin():
         await s.execute(text(_FULL_FUNCTION))
-        await s.execute(text(_FULL_TRIGGER))
+        await s.execute(text(_FULL_TRIGGER.format(table="conversations")))
     with pytest.raises(StorageFull) as caught:
         await container.services.chat.create_thread(uid, title="满")
     assert isinstance(caught.value.__cause__, OperationalError)
@@ -281,3 +281,24 @@ async def test_a_full_database_disk_is_storage_full_and_the_block_saves_nothing(
 async def _threads(container: Container) -> int:
     async with container.session_factory() as s:
         return int(await s.scalar(text("SELECT count(*) FROM conversations")) or 0)
+
+
+async def test_a_memory_write_on_a_full_database_tells_the_model_storage_full(
+    container: Container,
+) -> None:
+    """The version is recorded before MEMORY.md is replaced: a database that cannot grow
+    refuses the write with the file byte for byte as it was, and the model reads the code."""
+    uid = await make_user(container, memory=True)
+    run = await make_run(container, uid)
+    assert (await remember(container, run, "第一条"))["status"] == "updated"
+    path = memory_file(container, uid)
+    before = path.read_bytes()
+    async with container.session_factory() as s, s.begin():
+        await s.execute(text(_FULL_FUNCTION))
+        await s.execute(text(_FULL_TRIGGER.format(table="memory_versions")))
+    refused = await remember(container, run, "第二条")
+    assert refused["status"] == "error" and refused["code"] == "storage_full", refused
+    assert path.read_bytes() == before
+    async with container.session_factory() as s, s.begin():
+        await s.execute(text("DROP TRIGGER yuxi_test_disk_full ON memory_versions"))
+    assert (await remember(container, run, "第二条"))["status"] == "updated"
