@@ -10,9 +10,10 @@ from typer.testing import CliRunner
 
 from yuxi.bootstrap import Container
 from yuxi.cli import app
-from yuxi.errors import Conflict, InvalidArgument
+from yuxi.errors import Conflict, InvalidArgument, StorageFull
 from yuxi.limits import USER_NAME_MAX_CHARS
 from yuxi.settings import Settings
+from yuxi.workspace.filesystem import Workspace
 
 
 @pytest.mark.parametrize("name", ["", "   ", "\t\n", "a\x00b"])
@@ -67,3 +68,22 @@ def test_cli_users_create_refuses_blank_and_duplicate(
     assert "error (invalid_argument): name must not be blank" in blank.output
     listed = runner.invoke(app, ["users", "list"]).output.splitlines()[1:]
     assert len(listed) == 1 and listed[0].endswith("alice")
+
+
+async def test_a_data_dir_that_refuses_the_workspace_refuses_the_user_whole(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full (or read-only) data dir: ``create_user`` is storage_full and leaves no user row
+    and no token, so the same name is free and succeeds once the disk is fixed."""
+
+    async def full(self: Workspace) -> None:
+        raise StorageFull("no space left on device")
+
+    monkeypatch.setattr(Workspace, "ensure_user_workspace", full)
+    with pytest.raises(StorageFull):
+        await container.services.users.create_user("满盘用户")
+    assert [u.name for u in await container.services.users.list_users()] == []
+    monkeypatch.undo()
+    issued = await container.services.users.create_user("满盘用户")
+    assert await container.services.users.authenticate(issued.token) == issued.uid
+    assert container.workspace(issued.uid).directory.is_dir()

@@ -108,19 +108,25 @@ class UserService:
                 raise Conflict(f"a user named {name!r} already exists (uid {taken_by})")
             user = await uow.users.create_user(name, uid=uid)
             token = await uow.tokens.add_token(user.uid)
+            # The workspace before the commit: a data dir that refuses it (full, read-only)
+            # refuses the user whole, so no user is left without a workspace and the same
+            # command succeeds once the disk is fixed.
+            await self._workspaces(user.uid).ensure_user_workspace()
             await uow.commit()
-        await self._workspaces(user.uid).ensure_user_workspace()
         return IssuedToken(user.uid, user.name, token.plaintext, token.expires_at)
 
     async def ensure_user(self, uid: str, *, name: str) -> UserView:
         """The user ``uid``, created (named ``name``, memory off, no token) when it does not
         exist; its workspace initialised either way."""
+        workspace = self._workspaces(uid)
         async with self._uow() as uow:
             user = await uow.users.get(uid)
             if user is None:
                 user = await uow.users.create_user(name, uid=uid)
+                await workspace.ensure_user_workspace()  # before the commit, as create_user
                 await uow.commit()
-        await self._workspaces(uid).ensure_user_workspace()
+            else:
+                await workspace.ensure_user_workspace()
         return UserView(user.uid, user.name, user.created_at)
 
     async def get_user(self, uid: str) -> UserView:
