@@ -354,6 +354,7 @@ async def test_an_export_document_is_bounded_as_it_streams_in(api: Api) -> None:
 
 J, BAD, WRONG = "application/json", "invalid_import", "unsupported_import_format"
 DOC = b'{"format": "yuxi-memory-export", "version": %b, "content": %b}'
+DOC_SHA = b'{"format": "yuxi-memory-export", "version": 1, "content": %b, "sha256": %b}'
 
 
 @pytest.mark.parametrize(
@@ -363,6 +364,8 @@ DOC = b'{"format": "yuxi-memory-export", "version": %b, "content": %b}'
         (b"- a\x00b\n", "text/plain", 400, BAD),
         (DOC % (b"1", b'"a\\u0000"'), J, 400, BAD),
         (DOC % (b"1", b'"\\ud800"'), J, 400, BAD),
+        (DOC_SHA % (rb'"- \u8336\n"', b'"' + b"0" * 64 + b'"'), J, 400, BAD),
+        (DOC_SHA % (rb'"- \u8336\n"', b"7"), J, 400, BAD),
         (b"{not json", J, 400, BAD),
         (b'{"format": "chatgpt-memory", "version": 1, "content": "x"}', J, 422, WRONG),
         (DOC % (b"2", b'"x"'), J, 422, WRONG),

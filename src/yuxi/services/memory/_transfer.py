@@ -188,9 +188,18 @@ def _content_of_document(body: bytes) -> bytes:
     if not isinstance(content, str):
         raise UnsupportedImportFormat('the export document has no "content" string')
     try:
-        return content.encode("utf-8")
+        data = content.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidImport("the export document's content is not valid Unicode") from None
+    # A document that names its content's digest (every export does) must match it: a copy
+    # damaged in transit, or edited by hand, is refused rather than imported as it is.
+    stated = doc.get("sha256")
+    if stated is not None and stated != sha256_hex(data):
+        raise InvalidImport(
+            "the export document's content does not match its sha256 (damaged or edited); "
+            "nothing was written. To import edited text, send it as text/markdown"
+        )
+    return data
 
 
 def parse_import(body: bytes, media_type: str | None) -> bytes:
