@@ -12,8 +12,13 @@
 // thread_list (the sidebar and the chat header) · threads (their actions) · start_hint (the
 // empty thread) · markdown (assistant replies, sanitised) · files_panel (the read-only
 // workspace browser) · drawer (the thread list on a phone) · composer · session (sign-in with a
-// token or a login link's code / sign-out).
+// token or a login link's code / sign-out) · account (the Account dialog: export the account as
+// a zip, delete it after typing its name).
 
+import {
+  cancelDelete, closeAccount, onDeleteInput, onDeleteSubmit, onExport, openAccount, openDelete,
+  resetAccount, wireAccount, wireAccountDialogs,
+} from './account.js';
 import { wireApi } from './api.js';
 import { wireApprovals } from './approvals.js';
 import { clearError } from './banner.js';
@@ -38,7 +43,9 @@ import {
 } from './memory_import.js';
 import { onStatusUndo } from './memory_store.js';
 import { followRun, onCancelRun, wireRuns } from './run.js';
-import { sessionExpired, signIn, signInOnLoad, signOut } from './session.js';
+import {
+  accountDeleted, sessionExpired, signIn, signInOnLoad, signOut,
+} from './session.js';
 import { SseParser } from './sse.js';
 import { refreshStartHint } from './start_hint.js';
 import { subscribe } from './state.js';
@@ -57,9 +64,13 @@ function wireModules() {
   wireMemoryPanel({ opening: closeFilesPanel });
   wireMemoryEntries({ openSource });
   wireDialog();
+  wireAccount({ deleted: accountDeleted });
+  wireAccountDialogs();
   subscribe(['threads', 'threadId', 'showArchived'], renderThreads);
   subscribe(['threadId'], (s) => { if (s.threadId) closeDrawer(); });
-  subscribe(['token'], (s) => { if (!s.token) { resetFilesPanel(); setDrawer(false); } });
+  subscribe(['token'], (s) => {
+    if (!s.token) { resetFilesPanel(); setDrawer(false); resetAccount(); }
+  });
   subscribe(['enableMemory'], refreshStartHint);
   subscribe(['token', 'threadId', 'follow', 'awaiting'], updateComposer);
   subscribe(['enableMemory'], renderMemorySwitch);
@@ -75,6 +86,13 @@ function wireDom() {
     signIn($('token-input').value);
   });
   $('sign-out').addEventListener('click', () => signOut());
+  $('account-button').addEventListener('click', openAccount);
+  $('account-close').addEventListener('click', closeAccount);
+  $('account-export').addEventListener('click', onExport);
+  $('account-delete').addEventListener('click', openDelete);
+  $('account-delete-input').addEventListener('input', onDeleteInput);
+  $('account-delete-form').addEventListener('submit', onDeleteSubmit);
+  $('account-delete-cancel').addEventListener('click', cancelDelete);
   $('banner-close').addEventListener('click', clearError);
   $('memory-toggle').addEventListener('change', onMemoryToggle);
   $('new-thread').addEventListener('click', onNewThread);

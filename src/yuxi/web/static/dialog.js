@@ -27,8 +27,9 @@ export function wireDialog() {
   });
 }
 
+/** Is any in-page modal dialog open (this one, or the Account dialogs)? Escape is theirs then. */
 export function dialogOpen() {
-  return $('confirm-dialog').open;
+  return document.querySelector('dialog[open]') !== null;
 }
 
 /**

@@ -19,6 +19,13 @@ function showSignInError(message) {
   errorLine.hidden = !message;
 }
 
+/** A line that is not an error (the account was deleted), above the form; '' hides it. */
+function showSignInNotice(message) {
+  const notice = $('signin-notice');
+  notice.textContent = message;
+  notice.hidden = !message;
+}
+
 /** Take `login` and `token` out of the address bar (and this history entry) at once. */
 function stripCredentialParams() {
   const params = new URLSearchParams(location.search);
@@ -72,6 +79,7 @@ export function signInOnLoad() {
 export async function signIn(token) {
   const errorLine = $('signin-error');
   errorLine.hidden = true;
+  showSignInNotice('');
   token = token.trim();
   if (!token) {
     errorLine.textContent = 'Enter your API token.';
@@ -110,7 +118,7 @@ export async function signIn(token) {
   return true;
 }
 
-export function signOut(message) {
+export function signOut(message, notice = '') {
   stopFollowing();
   signedOut();
   tokenStore.remove();
@@ -124,10 +132,17 @@ export function signOut(message) {
   const errorLine = $('signin-error');
   errorLine.textContent = message || '';
   errorLine.hidden = !message;
+  showSignInNotice(notice);
   clearError();
   $('token-input').focus();
 }
 
 export function sessionExpired() {
   signOut('Your token is no longer valid. Sign in again.');
+}
+
+/** The account is gone (DELETE /me answered): sign out as Sign out does, and say so. */
+export function accountDeleted(name) {
+  signOut('', `The account “${name}” was deleted, with its threads, memory, files and tokens. `
+    + 'Sign in with another account’s token, or close this page.');
 }
