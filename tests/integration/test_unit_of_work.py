@@ -238,15 +238,28 @@ async def test_a_failed_connect_yields_to_the_event_loop(tmp_path: Path) -> None
 
 
 _FULL_FUNCTION = """
-CREATE FUNCTION yuxi_test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION yuxi_test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full';
 END $$
 """
-_FULL_TRIGGER = (
-    "CREATE TRIGGER yuxi_test_disk_full BEFORE INSERT ON {table}"
-    " FOR EACH ROW EXECUTE FUNCTION yuxi_test_disk_full()"
-)
+
+
+async def _fill(container: Container, table: str) -> None:
+    """From now on an insert into ``table`` fails as PostgreSQL does on a full disk (53100)."""
+    async with container.session_factory() as s, s.begin():
+        await s.execute(text(_FULL_FUNCTION))
+        await s.execute(
+            text(
+                f"CREATE TRIGGER yuxi_test_disk_full BEFORE INSERT ON {table}"
+                " FOR EACH ROW EXECUTE FUNCTION yuxi_test_disk_full()"
+            )
+        )
+
+
+async def _free(container: Container, table: str) -> None:
+    async with container.session_factory() as s, s.begin():
+        await s.execute(text(f"DROP TRIGGER yuxi_test_disk_full ON {table}"))
 
 
 async def test_a_full_database_disk_is_storage_full_and_the_block_saves_nothing(
@@ -257,9 +270,7 @@ async def test_a_full_database_disk_is_storage_full_and_the_block_saves_nothing(
     is room again the same request succeeds, no restart."""
     uid, token = await create_user_with_token(container, "full-disk")
     threads_before = await _threads(container)
-    async with container.session_factory() as s, s.begin():
-        await s.execute(text(_FULL_FUNCTION))
-        await s.execute(text(_FULL_TRIGGER.format(table="conversations")))
+    await _fill(container, "conversations")
     with pytest.raises(StorageFull) as caught:
         await container.services.chat.create_thread(uid, title="满")
     assert isinstance(caught.value.__cause__, OperationalError)
@@ -271,8 +282,7 @@ async def test_a_full_database_disk_is_storage_full_and_the_block_saves_nothing(
         assert refused.json()["error"]["code"] == "storage_full"
         assert await _threads(container) == threads_before
         assert (await client.get("/api/v1/threads", headers=auth)).status_code == 200
-        async with container.session_factory() as s, s.begin():
-            await s.execute(text("DROP TRIGGER yuxi_test_disk_full ON conversations"))
+        await _free(container, "conversations")
         created = await client.post("/api/v1/threads", json={"title": "空"}, headers=auth)
         assert created.status_code == 201, created.text
     assert await _threads(container) == threads_before + 1
@@ -293,12 +303,9 @@ async def test_a_memory_write_on_a_full_database_tells_the_model_storage_full(
     assert (await remember(container, run, "第一条"))["status"] == "updated"
     path = memory_file(container, uid)
     before = path.read_bytes()
-    async with container.session_factory() as s, s.begin():
-        await s.execute(text(_FULL_FUNCTION))
-        await s.execute(text(_FULL_TRIGGER.format(table="memory_versions")))
+    await _fill(container, "memory_versions")
     refused = await remember(container, run, "第二条")
     assert refused["status"] == "error" and refused["code"] == "storage_full", refused
     assert path.read_bytes() == before
-    async with container.session_factory() as s, s.begin():
-        await s.execute(text("DROP TRIGGER yuxi_test_disk_full ON memory_versions"))
+    await _free(container, "memory_versions")
     assert (await remember(container, run, "第二条"))["status"] == "updated"

@@ -73,8 +73,9 @@ def test_cli_users_create_refuses_blank_and_duplicate(
 async def test_a_data_dir_that_refuses_the_workspace_refuses_the_user_whole(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A full (or read-only) data dir: ``create_user`` is storage_full and leaves no user row
-    and no token, so the same name is free and succeeds once the disk is fixed."""
+    """A full (or read-only) data dir: ``create_user`` (and ``ensure_user``) is storage_full and
+    leaves no user row and no token, so the same name is free and succeeds once the disk is
+    fixed."""
 
     async def full(self: Workspace) -> None:
         raise StorageFull("no space left on device")
@@ -87,3 +88,12 @@ async def test_a_data_dir_that_refuses_the_workspace_refuses_the_user_whole(
     issued = await container.services.users.create_user("满盘用户")
     assert await container.services.users.authenticate(issued.token) == issued.uid
     assert container.workspace(issued.uid).directory.is_dir()
+
+    # ensure_user (the demo user of `yuxi run`) follows the same rule
+    monkeypatch.setattr(Workspace, "ensure_user_workspace", full)
+    with pytest.raises(StorageFull):
+        await container.services.users.ensure_user("u_demo_full", name="demo")
+    assert [u.uid for u in await container.services.users.list_users()] == [issued.uid]
+    monkeypatch.undo()
+    await container.services.users.ensure_user("u_demo_full", name="demo")
+    assert container.workspace("u_demo_full").directory.is_dir()

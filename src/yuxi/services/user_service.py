@@ -125,8 +125,8 @@ class UserService:
                 user = await uow.users.create_user(name, uid=uid)
                 await workspace.ensure_user_workspace()  # before the commit, as create_user
                 await uow.commit()
-            else:
-                await workspace.ensure_user_workspace()
+                return UserView(user.uid, user.name, user.created_at)
+        await workspace.ensure_user_workspace()  # an existing user: no connection held for it
         return UserView(user.uid, user.name, user.created_at)
 
     async def get_user(self, uid: str) -> UserView:

@@ -144,6 +144,6 @@ def test_a_callers_extra_body_keeps_precedence_and_structured_output_is_left_alo
     assert pass_bulk_fields_through({"messages": []}) == {"messages": []}
 
 
-def test_openai_models_are_built_as_the_passthrough_and_others_are_not() -> None:
+def test_openai_models_are_built_as_the_passthrough() -> None:
     built = build_chat_model(Settings(model="openai:gpt-4o-mini", model_api_key="sk-x"))
     assert type(built) is PassthroughChatOpenAI and built.model_name == "gpt-4o-mini"

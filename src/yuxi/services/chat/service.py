@@ -346,10 +346,8 @@ class ChatService:
     async def events_after(
         self, uid: str, run_id: str, after_seq: int = 0, limit: int = 500
     ) -> list[RunEvent]:
-        async with self._uow() as uow:
-            if await uow.runs.get_owned(uid, run_id) is None:
-                raise NotFound("run not found")
-            return await uow.events.list_after(run_id, after_seq, limit)
+        """The run's events after ``after_seq`` (another user's run is NotFound)."""
+        return (await self.stream_page(uid, run_id, after_seq, limit)).events
 
     async def stream_page(
         self, uid: str, run_id: str, after_seq: int, limit: int = 500
