@@ -15,10 +15,6 @@ let signOutAfterDelete = () => {};
 let exportGen = 0; // a sign-out (or a newer export) makes an older export's answer stale
 let deleting = false;
 
-/** What to do once the account is gone (app.js wires session.js's sign-out). */
-export function wireAccount({ deleted }) {
-  signOutAfterDelete = deleted;
-}
 
 /** `yuxi-account-<name>.zip`, with what a file name cannot hold replaced by `-`. */
 export function exportFileName(name) {
@@ -173,8 +169,10 @@ export async function onDeleteSubmit(event) {
   signOutAfterDelete(name);
 }
 
-/** Wire both dialogs' own events once (app.js). */
-export function wireAccountDialogs() {
+/** Wire both dialogs' own events once, and what to do once the account is gone (app.js
+ * passes session.js's sign-out). */
+export function wireAccount({ deleted }) {
+  signOutAfterDelete = deleted;
   const dialog = $('account-dialog');
   dialog.addEventListener('close', accountClosed);
   dialog.addEventListener('click', (e) => {

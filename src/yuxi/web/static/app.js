@@ -17,7 +17,7 @@
 
 import {
   cancelDelete, closeAccount, onDeleteInput, onDeleteSubmit, onExport, openAccount, openDelete,
-  resetAccount, wireAccount, wireAccountDialogs,
+  resetAccount, wireAccount,
 } from './account.js';
 import { wireApi } from './api.js';
 import { wireApprovals } from './approvals.js';
@@ -65,7 +65,6 @@ function wireModules() {
   wireMemoryEntries({ openSource });
   wireDialog();
   wireAccount({ deleted: accountDeleted });
-  wireAccountDialogs();
   subscribe(['threads', 'threadId', 'showArchived'], renderThreads);
   subscribe(['threadId'], (s) => { if (s.threadId) closeDrawer(); });
   subscribe(['token'], (s) => {
