@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -18,6 +19,40 @@ class RawResponse:
     status: int  # 0 when the server closed the connection without a status line
     headers: dict[str, str]
     body: bytes
+
+
+async def _exchange(host: str, port: int, request: bytes, read_timeout: float) -> bytes:
+    """Send ``request`` while reading the answer; every byte the server sent, even after a reset.
+
+    A plain socket, not asyncio's streams: when the server answers (413) and closes before it
+    has read a huge body, our next write fails, and a stream transport then drops the answer
+    still waiting in its socket. The kernel keeps it readable after the reset; so do we.
+    """
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    chunks: list[bytes] = []
+
+    async def send() -> None:
+        with contextlib.suppress(OSError):  # refused mid-body: the answer is what counts
+            await loop.sock_sendall(sock, request)
+
+    try:
+        await loop.sock_connect(sock, (host, port))
+        sender = asyncio.create_task(send())
+        try:
+            async with asyncio.timeout(read_timeout):
+                while chunk := await loop.sock_recv(sock, 65536):
+                    chunks.append(chunk)
+        except ConnectionError:
+            pass  # a reset after the answer: keep what arrived
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
+    finally:
+        sock.close()
+    return b"".join(chunks)
 
 
 def _dechunk(data: bytes) -> bytes:
@@ -51,32 +86,7 @@ async def raw_request(
     ]
     lines += [name + b": " + value for name, value in headers or []]
     request = b"\r\n".join(lines) + b"\r\n\r\n" + body
-    reader, writer = await asyncio.open_connection(host, port)
-
-    async def send() -> None:
-        # In slices, concurrently with reading: the server may answer (413) and close before
-        # it has read a huge body, and the answer must not be lost behind our own write error.
-        with contextlib.suppress(ConnectionError):
-            for start in range(0, len(request), 65536):
-                writer.write(request[start : start + 65536])
-                await writer.drain()
-
-    sender = asyncio.create_task(send())
-    chunks: list[bytes] = []
-    try:
-        async with asyncio.timeout(read_timeout):
-            while chunk := await reader.read(65536):
-                chunks.append(chunk)
-    except ConnectionError:
-        pass  # keep what arrived before the reset
-    finally:
-        sender.cancel()
-        with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-            await sender
-        writer.close()
-        with contextlib.suppress(ConnectionError):
-            await writer.wait_closed()
-    data = b"".join(chunks)
+    data = await _exchange(host, port, request, read_timeout)
     head, _, payload = data.partition(b"\r\n\r\n")
     if not head.startswith(b"HTTP/"):
         return RawResponse(0, {}, data)
