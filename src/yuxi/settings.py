@@ -7,6 +7,7 @@ Nothing here runs at import time: :func:`load_settings` is called by the composi
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -64,6 +65,10 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(default=64, ge=1, le=1000)
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    #: The address people open, when it is not ``http://host:port`` (a reverse proxy, a
+    #: container listening on 0.0.0.0): login links are printed with it. Scheme and host
+    #: (and port) only: the UI calls ``/api/v1`` at the root, so a path prefix cannot work.
+    public_url: str | None = None
     db_pool_size: int = Field(default=10, ge=1, le=200)
     #: Memory writes (``remember_memory`` results that changed the file) one run may make.
     memory_writes_per_run: int = Field(default=MEMORY_WRITES_PER_RUN, ge=0, le=1000)
@@ -80,6 +85,21 @@ class Settings(BaseSettings):
         if value is None or not value.strip():
             return None
         return value.strip()
+
+    @field_validator("public_url")
+    @classmethod
+    def _check_public_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// address with a host")
+        if parts.path.strip("/") or parts.query or parts.fragment or parts.username:
+            raise ValueError(
+                "must be scheme, host and port only (the UI is served at the root: no path, "
+                "query, fragment or credentials)"
+            )
+        return f"{parts.scheme}://{parts.netloc}"
 
     @field_validator("metrics_token", mode="before")
     @classmethod

@@ -133,3 +133,18 @@ def test_users_login_link_prints_a_single_use_code_and_mints_no_token(env: Setti
     assert len(listed.output.splitlines()) == 2  # the header and the one token `create` made
     missing = runner.invoke(app, ["users", "login-link", "u_nobody"])
     assert missing.exit_code == 1 and "user not found" in missing.output
+
+
+def test_users_login_link_uses_the_public_url(
+    env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = CliRunner()
+    uid = _uid_of(runner.invoke(app, ["users", "create", "dara"]).output)
+    monkeypatch.setenv("YUXI_HOST", "0.0.0.0")  # noqa: S104 - listens everywhere, never named
+    monkeypatch.setenv("YUXI_PORT", "8000")
+    local = runner.invoke(app, ["users", "login-link", uid])
+    assert local.output.startswith("http://127.0.0.1:8000/?login=yl_"), local.output
+    monkeypatch.setenv("YUXI_PUBLIC_URL", "https://yuxi.example.org/")
+    public = runner.invoke(app, ["users", "login-link", uid])
+    assert public.exit_code == 0, public.output
+    assert public.output.startswith("https://yuxi.example.org/?login=yl_"), public.output

@@ -279,7 +279,7 @@ async def test_users_are_listed_oldest_first(container: Container) -> None:
 
 
 async def test_yuxi_run_prints_a_fresh_login_link_and_mints_no_token(container: Container) -> None:
-    banners = [await demo_banner(container, host="127.0.0.1", port=8123) for _ in range(3)]
+    banners = [await demo_banner(container, base_url="http://127.0.0.1:8123") for _ in range(3)]
     codes = []
     for banner in banners:
         assert TOKEN_PREFIX not in banner and "token=" not in banner

@@ -10,7 +10,7 @@ import typer
 from yuxi.api.access_log import redact_credentials
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.cli._app import _with_container, app
-from yuxi.cli.users import _when, login_url
+from yuxi.cli.users import _when, login_url, public_base_url
 from yuxi.observability.logs import configure_logging
 from yuxi.settings import load_settings
 from yuxi.utils.ports import listen_problem
@@ -41,7 +41,8 @@ def _serve(host: str | None, port: int | None, *, demo: bool) -> None:
     async def main() -> None:
         container = await bootstrap(settings, migrate=True)
         try:
-            banner = await demo_banner(container, host=host, port=port) if demo else ""
+            base_url = public_base_url(settings, host, port)
+            banner = await demo_banner(container, base_url=base_url) if demo else ""
             from yuxi.api.server import serve_app  # uvicorn and the app: only when serving
 
             await serve_app(container, host=host, port=port, banner=banner)
@@ -80,7 +81,7 @@ def worker(
 DEMO_UID = "demo"
 
 
-async def demo_banner(container: Container, *, host: str, port: int) -> str:
+async def demo_banner(container: Container, *, base_url: str) -> str:
     """Make sure the demo user exists and describe a fresh single-use login link for it. No
     token is minted here: the browser gets an expiring session token by exchanging the code,
     so restarts never pile up valid credentials, and the link is spent once it is used."""
@@ -89,7 +90,7 @@ async def demo_banner(container: Container, *, host: str, port: int) -> str:
     where = "embedded PostgreSQL" if container.embedded else "external PostgreSQL"
     return (
         f"Yuxi Memory on {where}; migrations applied; demo user '{DEMO_UID}'.\n"
-        f"Open: {login_url(host, port, issued.code)}\n"
+        f"Open: {login_url(base_url, issued.code)}\n"
         f"(single use, valid until {_when(issued.expires_at)}; "
         f"another: yuxi users login-link {DEMO_UID})\n"
     )

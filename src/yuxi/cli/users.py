@@ -8,7 +8,7 @@ import typer
 
 from yuxi.bootstrap import Container
 from yuxi.cli._app import _with_container, tokens_app, users_app
-from yuxi.settings import load_settings
+from yuxi.settings import Settings, load_settings
 
 
 @users_app.command("create")
@@ -43,19 +43,38 @@ def users_list() -> None:
         typer.echo(f"{user.uid:<36}  {_when(user.created_at):<20}  {user.name}")
 
 
-def login_url(host: str, port: int, code: str) -> str:
+def public_base_url(settings: Settings, host: str | None = None, port: int | None = None) -> str:
+    """Where people open the UI: ``YUXI_PUBLIC_URL`` when set, else ``http://host:port`` of this
+    server (``host``/``port`` as passed on its command line, else the settings). A wildcard
+    listen address is no place to open: it becomes this machine's loopback."""
+    if settings.public_url is not None:
+        return settings.public_url
+    host, port = host or settings.host, port or settings.port
+    host = _LOOPBACK_FOR_WILDCARD.get(host, host)
+    if ":" in host:  # an IPv6 literal goes in brackets in a URL
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+#: Listen addresses that mean "every interface" (read here, never bound) and the address on this
+#: machine that reaches them.
+_LOOPBACK_FOR_WILDCARD = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}  # noqa: S104
+
+
+def login_url(base_url: str, code: str) -> str:
     """The login link for a login code (never for a token: a URL ends up in logs)."""
-    return f"http://{host}:{port}/?login={code}"
+    return f"{base_url}/?login={code}"
 
 
 @users_app.command("login-link")
 def users_login_link(uid: str = typer.Argument(..., metavar="UID")) -> None:
-    """Print a single-use login link for the web UI (valid a few minutes, once)."""
+    """Print a single-use login link for the web UI (valid a few minutes, once), at
+    YUXI_PUBLIC_URL, else at YUXI_HOST:YUXI_PORT."""
     settings = load_settings()
 
     async def link(c: Container) -> str:
         issued = await c.services.users.issue_login_code(uid)
-        return login_url(settings.host, settings.port, issued.code)
+        return login_url(public_base_url(settings), issued.code)
 
     typer.echo(_with_container(link, migrate=True))
 
