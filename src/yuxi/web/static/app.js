@@ -3,12 +3,12 @@
 // a lower module asks a higher one to act (so that no two modules import each other).
 //
 // Modules: vocabulary (shared words) · dom (`el`, formatting) · state (the one store) · api
-// (fetch, errors, token storage) · sse (run events, Last-Event-ID) · banner · dialog (in-page
-// confirmation) · transcript (bubbles, tool cards, history) · approvals · memory_store (the
-// panel's requests and status line) · memory_entries / memory_editor / memory_versions (the
-// panel's three modes) · memory_import (Import…: a dry-run preview, then Apply with If-Match) ·
-// memory_panel (switch, open/close, modes) · memory_receipt (write
-// receipts in the chat) · run (live runs) · thread_settings (rename, hidden from recall) ·
+// (fetch, errors, token storage) · sse (run events, Last-Event-ID) · banner (the error banner and
+// the notice) · dialog (in-page confirmation) · transcript (bubbles, tool cards, history) ·
+// approvals · memory_store (the panel's requests and status line) · memory_entries /
+// memory_editor / memory_versions (the panel's three modes) · memory_import (Import…: a dry-run
+// preview, then Apply with If-Match) · memory_panel (switch, open/close, modes) · memory_receipt
+// (write receipts in the chat) · run (live runs) · thread_settings (rename, hidden from recall) ·
 // thread_list (the sidebar and the chat header) · threads (their actions) · start_hint (the
 // empty thread) · markdown (assistant replies, sanitised) · files_panel (the read-only
 // workspace browser) · drawer (the thread list on a phone) · composer · session (sign-in with a
@@ -21,7 +21,7 @@ import {
 } from './account.js';
 import { wireApi } from './api.js';
 import { wireApprovals } from './approvals.js';
-import { clearError } from './banner.js';
+import { clearError, clearNotice, onNoticeAction } from './banner.js';
 import { showComposerHint, updateComposer, onSend } from './composer.js';
 import { dialogOpen, wireDialog } from './dialog.js';
 import { $ } from './dom.js';
@@ -68,7 +68,7 @@ function wireModules() {
   subscribe(['threads', 'threadId', 'showArchived'], renderThreads);
   subscribe(['threadId'], (s) => { if (s.threadId) closeDrawer(); });
   subscribe(['token'], (s) => {
-    if (!s.token) { resetFilesPanel(); setDrawer(false); resetAccount(); }
+    if (!s.token) { resetFilesPanel(); setDrawer(false); resetAccount(); clearNotice(); }
   });
   subscribe(['enableMemory'], refreshStartHint);
   subscribe(['token', 'threadId', 'follow', 'awaiting'], updateComposer);
@@ -93,6 +93,8 @@ function wireDom() {
   $('account-delete-form').addEventListener('submit', onDeleteSubmit);
   $('account-delete-cancel').addEventListener('click', cancelDelete);
   $('banner-close').addEventListener('click', clearError);
+  $('notice-close').addEventListener('click', () => clearNotice());
+  $('notice-action').addEventListener('click', onNoticeAction);
   $('memory-toggle').addEventListener('change', onMemoryToggle);
   $('new-thread').addEventListener('click', onNewThread);
   $('archive-thread').addEventListener('click', onArchive);

@@ -10,7 +10,7 @@ import { dropEntryDraft, hasEntryDraft, highlightEntry } from './memory_entries.
 import { discardDraft, hideConflict } from './memory_editor.js';
 import { resetImport } from './memory_import.js';
 import { loadVersions, resetVersions } from './memory_versions.js';
-import { loadMemory, setMemoryStatus } from './memory_store.js';
+import { loadMemory, memoryStatusInPanel, setMemoryStatus } from './memory_store.js';
 import { setEnableMemory, setMemoryMode, setMemoryView, state, updateMemory } from './state.js';
 
 // -- the switch ---------------------------------------------------------------------------------
@@ -112,6 +112,7 @@ export async function openMemoryPanel() {
   $('memory-panel').hidden = false;
   $('memory-panel-button').setAttribute('aria-expanded', 'true');
   $('app-view').classList.add('with-panel');
+  memoryStatusInPanel();
   const loaded = await loadMemory();
   if (loaded && !$('memory-status').textContent) {
     const size = Number(state.memoryView?.size) || byteLength(state.memory.text);

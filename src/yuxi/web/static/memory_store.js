@@ -3,6 +3,7 @@
 // file with If-Match, the audit trail (versions, undo, restore), and the panel's status line.
 
 import { api, ApiError, describe, filePath } from './api.js';
+import { clearNotice, noticeOwner, showNotice } from './banner.js';
 import { $, byteLength, el } from './dom.js';
 import { setMemoryView, state, updateMemory } from './state.js';
 import { MEMORY_PATH } from './vocabulary.js';
@@ -23,6 +24,11 @@ export function sameEtag(a, b) {
 
 let statusUndo = null; // {versionId, label}: what the status line's Undo button reverts
 
+/**
+ * Say `text` on the panel's status line, with an Undo of `undo` when given. The line is in the
+ * panel: while the panel is closed, a status with an Undo (e.g. lines forgotten with a deleted
+ * thread) shows in the app's notice too, with the same Undo, and what follows it there as well.
+ */
 export function setMemoryStatus(text, { undo = null } = {}) {
   statusUndo = undo;
   const line = $('memory-status');
@@ -30,6 +36,18 @@ export function setMemoryStatus(text, { undo = null } = {}) {
   line.textContent = text;
   button.hidden = !undo;
   button.dataset.versionId = undo?.versionId || '';
+  const panelClosed = $('memory-panel').hidden;
+  if (undo && panelClosed) {
+    showNotice(text, { owner: 'memory', action: { label: 'Undo', run: onStatusUndo } });
+  } else if (noticeOwner() === 'memory') {
+    if (text && panelClosed) showNotice(text, { owner: 'memory', action: null });
+    else clearNotice('memory');
+  }
+}
+
+/** The panel opens: its status line says what the notice said. */
+export function memoryStatusInPanel() {
+  clearNotice('memory');
 }
 
 /** The status line's Undo: revert the change it announced. */
