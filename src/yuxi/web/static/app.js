@@ -35,8 +35,8 @@ import {
 import { applyFilter, renderMemoryEntries, wireMemoryEntries } from './memory_entries.js';
 import {
   closeMemoryPanel, followMemoryView, onConflictTakeTheirs, onMemoryReload, onMemoryTabKey,
-  onMemoryToggle, renderMemoryMode, renderMemorySwitch, selectMemoryMode, toggleMemoryPanel,
-  wireMemoryPanel,
+  onMemoryToggle, renderMemoryMode, renderMemorySwitch, retryFailedMemoryLoad, selectMemoryMode,
+  toggleMemoryPanel, wireMemoryPanel,
 } from './memory_panel.js';
 import {
   onImportApply, onImportCancel, onImportClick, onImportFilePicked,
@@ -59,7 +59,8 @@ import {
 function wireModules() {
   wireApi({ unauthorized: sessionExpired });
   wireApprovals({ followRun, reloadThread });
-  wireRuns({ settled: () => { loadThreads(); refreshFilesPanel(); } });
+  // a run settled: the server answers again, so what a failed load left stale is loaded anew
+  wireRuns({ settled: () => { loadThreads(); refreshFilesPanel(); retryFailedMemoryLoad(); } });
   wireThreadList({ select: selectThread, restore: onRestore });
   wireMemoryPanel({ opening: closeFilesPanel });
   wireMemoryEntries({ openSource });

@@ -140,8 +140,11 @@ function entryCard(entry, findings) {
 export function renderMemoryEntries() {
   const view = state.memoryView;
   const list = $('memory-entries');
+  // nothing loaded (yet, or the load failed): no meter with blank labels, no "nothing in memory"
+  $('memory-meter').hidden = !view;
   if (!view) {
     list.replaceChildren();
+    $('memory-entries-empty').hidden = true;
     return;
   }
   renderMeter(view);

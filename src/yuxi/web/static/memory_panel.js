@@ -5,12 +5,14 @@
 import { api, describe } from './api.js';
 import { showError } from './banner.js';
 import { confirmDialog } from './dialog.js';
-import { $, byteLength } from './dom.js';
+import { $ } from './dom.js';
 import { dropEntryDraft, hasEntryDraft, highlightEntry } from './memory_entries.js';
 import { discardDraft, hideConflict } from './memory_editor.js';
 import { resetImport } from './memory_import.js';
 import { loadVersions, resetVersions } from './memory_versions.js';
-import { loadMemory, memoryStatusInPanel, setMemoryStatus } from './memory_store.js';
+import {
+  loadMemory, loadedText, memoryLoadFailed, memoryStatusInPanel, setMemoryStatus,
+} from './memory_store.js';
 import { setEnableMemory, setMemoryMode, setMemoryView, state, updateMemory } from './state.js';
 
 // -- the switch ---------------------------------------------------------------------------------
@@ -114,11 +116,17 @@ export async function openMemoryPanel() {
   $('app-view').classList.add('with-panel');
   memoryStatusInPanel();
   const loaded = await loadMemory();
-  if (loaded && !$('memory-status').textContent) {
-    const size = Number(state.memoryView?.size) || byteLength(state.memory.text);
-    setMemoryStatus(size ? `Loaded · ${size} bytes` : 'Loaded · the file is empty');
-  }
+  if (loaded && !$('memory-status').textContent) setMemoryStatus(loadedText());
   return loaded;
+}
+
+/**
+ * The app has just heard from the server (a run settled): an open panel whose last load failed
+ * loads again, so it does not go on saying it could not load.
+ */
+export async function retryFailedMemoryLoad() {
+  if ($('memory-panel').hidden || state.memory.busy || !memoryLoadFailed() || hasUnsavedEdits()) return;
+  await loadMemory();
 }
 
 /** Close the panel; with unsaved edits, only once the user agrees to lose them. */

@@ -88,6 +88,19 @@ export async function fetchRawMemory() {
  * (their ETags differ) both are asked for again, once. A dirty raw draft is left alone unless
  * `discardDraft`; the draft keeps the ETag it was based on.
  */
+let failedLoad = null; // the status line's text after the last load failed (null: it did not)
+
+/** Did the last load fail? (Then the next chance to load again should be taken.) */
+export function memoryLoadFailed() {
+  return failedLoad !== null;
+}
+
+/** "Loaded · N bytes" for the file as last loaded. */
+export function loadedText() {
+  const size = Number(state.memoryView?.size) || byteLength(state.memory.text);
+  return size ? `Loaded · ${size} bytes` : 'Loaded · the file is empty';
+}
+
 export async function loadMemory({ discardDraft = false } = {}) {
   updateMemory({ busy: true });
   $('memory-panel').dataset.loaded = 'false';
@@ -100,7 +113,9 @@ export async function loadMemory({ discardDraft = false } = {}) {
     }
   } catch (err) {
     updateMemory({ busy: false });
-    setMemoryStatus(`Could not load: ${describe(err)}`);
+    failedLoad = `Could not load: ${describe(err)}`;
+    setMemoryStatus(failedLoad);
+    $('memory-panel').dataset.loadFailed = 'true';
     return false;
   }
   const keepDraft = state.memory.dirty && !discardDraft;
@@ -114,6 +129,10 @@ export async function loadMemory({ discardDraft = false } = {}) {
   });
   setMemoryView(view);
   $('memory-panel').dataset.loaded = 'true';
+  $('memory-panel').dataset.loadFailed = 'false';
+  // the failure is over: a status line still saying so would be stale
+  if (failedLoad !== null && $('memory-status').textContent === failedLoad) setMemoryStatus(loadedText());
+  failedLoad = null;
   return true;
 }
 
