@@ -81,7 +81,7 @@ export async function onClear() {
   const ok = await confirmDialog({
     title: 'Clear your memory?',
     message: 'This empties MEMORY.md: the assistant will no longer know any of it. You can undo '
-      + `this right after, or restore it later from History.${lost}`,
+      + `this right after, or restore it later from Versions.${lost}`,
     confirm: 'Clear memory',
     danger: true,
   });

@@ -1,4 +1,4 @@
-// The memory panel's traffic with the server, shared by its views (entries, raw editor, history)
+// The memory panel's traffic with the server, shared by its views (entries, raw editor, versions)
 // and by the write receipts in the chat: loading the file and its entry view, writing the whole
 // file with If-Match, the audit trail (versions, undo, restore), and the panel's status line.
 
@@ -60,7 +60,7 @@ export async function onStatusUndo() {
     setMemoryStatus(`${undo.label} undone.`);
   } catch (err) {
     setMemoryStatus(err instanceof ApiError && err.status === 409
-      ? 'Not undone: the memory changed since. See History to restore an older version.'
+      ? 'Not undone: the memory changed since. Restore an older version from Versions.'
       : `Not undone: ${describe(err)}`);
   } finally {
     $('memory-status-undo').disabled = false;

@@ -39,7 +39,8 @@ function memorySection({ lines, error }, checkbox) {
       ...lines.map((line) => el('li', { 'data-testid': 'forget-line', text: line }))),
     el('label', { class: 'forget-choice' },
       checkbox,
-      ` Also forget ${one ? 'this line' : 'these lines'} (you can undo this in memory History)`));
+      ` Also forget ${one ? 'this line' : 'these lines'} (you can undo this, or restore `
+        + `${one ? 'it' : 'them'} later from Versions in the memory panel)`));
 }
 
 /**
@@ -51,7 +52,10 @@ export async function askDeleteThread(threadId, title) {
   const checkbox = el('input', { type: 'checkbox', 'data-testid': 'forget-memory' });
   const ok = await confirmDialog({
     title: `Delete “${title}”?`,
-    message: 'The thread and its messages are deleted. This cannot be undone.',
+    // a soft delete: the thread's status becomes deleted; its rows go only with the account
+    message: 'It leaves your thread list and the assistant can no longer find or read it; you '
+      + 'cannot open it again. Its messages are kept: they stay in your account export until '
+      + 'you delete your account.',
     confirm: 'Delete thread',
     danger: true,
     extra: memorySection(written, checkbox),
