@@ -19,12 +19,18 @@ function describeVersion(v) {
   return `${who} ${what}`;
 }
 
+/** Which thread an agent's version came from: a real title in quotes, else plain words. */
 function originLine(v) {
   if (v.actor !== 'agent' || !v.thread_id) return null;
-  const title = v.source_available === false
-    ? 'a thread no longer available'
-    : (v.thread_title || 'a thread');
-  return el('div', { class: 'small muted version-origin' }, `in “${title}”`);
+  const gone = v.source_available === false;
+  const attrs = {
+    class: 'small muted version-origin',
+    'data-testid': 'memory-version-origin',
+    'data-available': gone ? 'false' : 'true',
+  };
+  if (!gone && v.thread_title) return el('div', attrs, `in “${v.thread_title}”`);
+  return el('div', attrs, 'in ', el('span', { class: 'origin-placeholder' },
+    gone ? 'a thread no longer available' : 'a thread'));
 }
 
 function versionItem(v, isCurrent) {
