@@ -116,7 +116,8 @@ class RunRenderer {
     }
   }
 
-  async settle(status) {
+  /** The run ended: one read of it for its usage (dropped if the view moved on meanwhile). */
+  async settle(status, signal) {
     if (this.bubble) {
       // streamed text without a final message (failed or cancelled mid-way)
       delete this.bubble.dataset.streaming;
@@ -129,11 +130,12 @@ class RunRenderer {
     try {
       run = await api('GET', runPath(this.runId));
     } catch (err) {
-      if (status === 'interrupted' && !this.sawInterrupt) {
+      if (status === 'interrupted' && !this.sawInterrupt && !signal.aborted) {
         showError(`The run is waiting for approval, but it could not be loaded: ${describe(err)}`);
       }
       return; // usage is a courtesy; the run itself is shown already
     }
+    if (signal.aborted) return; // another thread (or the draft) is on screen now
     this.showUsage(run.usage);
     if (status === 'interrupted' && !this.sawInterrupt) {
       markPending(this.runId);
@@ -175,6 +177,18 @@ export function stopFollowing() {
   setRunStatus(null);
 }
 
+/**
+ * Render one event, keeping the view at the end when it was there (the transcript's rule). An
+ * event may grow something above the end — a resumed run's `tool_end` completes the earlier
+ * run's tool card and adds its write receipt there — which alone would push the end away and
+ * leave the rest of the run below the view.
+ */
+function followingBottom(render) {
+  const stick = isNearBottom();
+  render();
+  if (stick) scrollToBottom(true);
+}
+
 /** Follow `runId` live; `onSettled(status)` is told how it ended (not when the view moved on). */
 export function followRun(runId, { onSettled = () => {} } = {}) {
   stopFollowing();
@@ -182,11 +196,14 @@ export function followRun(runId, { onSettled = () => {} } = {}) {
   const follow = startFollowing(runId, controller);
   const renderer = new RunRenderer(runId);
   setRunStatus('pending');
-  streamRun(runId, (ev) => renderer.handle(ev), controller.signal)
+  streamRun(runId, (ev) => followingBottom(() => renderer.handle(ev)), controller.signal)
     .then(async (status) => {
       if (controller.signal.aborted || status === null) return;
-      await renderer.settle(status);
+      const stick = isNearBottom();
+      await renderer.settle(status, controller.signal);
+      if (controller.signal.aborted) return; // the view moved on while the run was read
       onSettled(status);
+      if (stick) scrollToBottom(true);
     })
     .catch((err) => {
       if (controller.signal.aborted) return;
