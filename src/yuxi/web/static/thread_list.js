@@ -2,7 +2,9 @@
 // thread: its title, its id (for "read thread: <id>") and the buttons that fit its status.
 // Rendering only: what a click does comes through `wireThreadList`.
 
+import { updateComposer } from './composer.js';
 import { $, el, formatTime, shortText } from './dom.js';
+import { closeDrawer } from './drawer.js';
 import { state } from './state.js';
 import { renderThreadSettings } from './thread_settings.js';
 
@@ -29,7 +31,11 @@ function threadItem(t) {
       'data-status': t.status || null,
       'aria-current': t.thread_id === state.threadId ? 'true' : null,
       title,
-      onclick: () => { if (t.thread_id !== state.threadId) hooks.select(t.thread_id); },
+      // choosing the open thread again only closes the drawer (on a phone)
+      onclick: () => {
+        if (t.thread_id !== state.threadId) hooks.select(t.thread_id);
+        else closeDrawer();
+      },
     },
     el('span', { class: 'thread-name', 'data-testid': 'thread-title-text' }, shortText(title, LIST_TITLE_CHARS)),
     el('span', { class: 'thread-meta' },
@@ -77,11 +83,15 @@ function renderHeader() {
   $('thread-archived-note').hidden = !archived;
 }
 
-/** The sidebar and the chat header; re-rendered whenever the threads or the open one change. */
+/**
+ * The sidebar, the chat header and the message box's state (an archived thread takes no
+ * messages); re-rendered whenever the threads or the open one change.
+ */
 export function renderThreads() {
   renderSidebar();
   renderHeader();
   renderThreadSettings();
+  updateComposer();
 }
 
 /** Copy the open thread's id (so that "read thread: <id>" can be typed or pasted). */

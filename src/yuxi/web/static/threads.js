@@ -1,10 +1,12 @@
-// The thread list's actions (new / archive / restore / delete, the Archived view) and opening a thread: its history from the thread
-// view (tool calls and memory write receipts included), then its live run, if any, over SSE.
+// The thread list's actions (the new-thread draft, archive / restore / delete, the Archived view)
+// and opening a thread: its history from the thread view (tool calls and memory write receipts
+// included), then its live run, if any, over SSE.
 
 import { api, ApiError, describe, runPath, threadPath } from './api.js';
 import { showApproval } from './approvals.js';
 import { showError } from './banner.js';
 import { $, el } from './dom.js';
+import { closeDrawer } from './drawer.js';
 import { closeMemoryPanel, memoryChangedOnServer } from './memory_panel.js';
 import { setMemoryStatus } from './memory_store.js';
 import { addReceipt, markUndoneReceipts } from './memory_receipt.js';
@@ -33,9 +35,11 @@ export async function loadThreads() {
   }
 }
 
+/** The empty draft view: no thread open; the first message sent creates one (composer.js). */
 export function showEmptyThread() {
   stopFollowing();
   openThread(null);
+  history.replaceState(null, '', location.pathname + location.search);
   showStartHint();
 }
 
@@ -45,18 +49,33 @@ export async function createThread() {
   return thread;
 }
 
-export async function onNewThread() {
-  const button = $('new-thread');
-  button.disabled = true;
+/**
+ * "+ New thread" opens the empty draft: nothing is created on the server until the first
+ * message is sent, so clicking it again (or leaving the draft unused) leaves no empty threads.
+ * Already on the draft, it only puts the cursor in the message box.
+ */
+export function onNewThread() {
+  if (state.threadId) showEmptyThread();
+  closeDrawer();
+  $('message-input').focus();
+}
+
+/**
+ * The thread created for a first message that could not be sent: delete it if it is still
+ * empty, and go back to the draft (the message stays in the box). If it cannot be checked or
+ * deleted it stays, listed like any thread.
+ */
+export async function discardNewThread(threadId) {
   try {
-    const thread = await createThread();
-    await selectThread(thread.thread_id);
-    $('message-input').focus();
-  } catch (err) {
-    showError(`Could not create a thread: ${describe(err)}`);
-  } finally {
-    button.disabled = false;
+    const detail = await api('GET', threadPath(threadId));
+    if ((detail.messages || []).length) return false;
+    await api('DELETE', threadPath(threadId));
+  } catch {
+    return false;
   }
+  removeThread(threadId);
+  if (state.threadId === threadId) showEmptyThread();
+  return true;
 }
 
 /** Open `threadId` at one of its messages (a memory entry's source link). */
