@@ -82,7 +82,7 @@ async def test_a_login_link_signs_in_once_and_leaves_no_credential_in_the_url(
     # revoking the session signs the first page out on its next request
     [session_id] = [t.id for t in await users.list_tokens(uid) if t.label == SESSION_TOKEN_LABEL]
     assert await users.revoke_tokens(uid, session_id) == [session_id]
-    await page.get_by_test_id("new-thread").click()
+    await page.get_by_test_id("archived-toggle").click()  # a request: the archived threads
     await expect(page.get_by_test_id("signin-error")).to_contain_text("no longer valid")
     assert await _stored_token(page) is None
     await ui.shot("signed-out-after-revoke")

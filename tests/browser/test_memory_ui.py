@@ -126,9 +126,9 @@ async def test_entry_source_link_opens_the_source_thread_and_edits_say_by_you(
     source_id = await page.locator(
         '[data-testid="thread-item"][aria-current="true"]'
     ).get_attribute("data-thread-id")
-    await page.get_by_test_id("new-thread").click()
-    await expect(page.get_by_test_id("thread-item")).to_have_count(2)
+    await page.get_by_test_id("new-thread").click()  # a draft: created by its first message
     await send(page, "hello")
+    await expect(page.get_by_test_id("thread-item")).to_have_count(2)
     await wait_idle(page)
 
     # -- the entry names its source; the link opens that thread at that message -------------
@@ -188,11 +188,11 @@ async def test_tainted_remember_waits_for_approval_then_shows_a_receipt(
     old_thread = await page.locator(
         '[data-testid="thread-item"][aria-current="true"]'
     ).get_attribute("data-thread-id")
-    await page.get_by_test_id("new-thread").click()
-    await expect(page.get_by_test_id("thread-item")).to_have_count(2)
+    await page.get_by_test_id("new-thread").click()  # a draft: created by its first message
 
     # one message: read another thread, then remember → the write waits for the user
     await send(page, f"read thread: {old_thread}\nremember: I like jasmine tea")
+    await expect(page.get_by_test_id("thread-item")).to_have_count(2)
     card = page.locator('[data-testid="approval-card"][data-state="pending"]')
     await expect(card).to_be_visible()
     action = card.get_by_test_id("approval-action")

@@ -85,8 +85,11 @@ async def test_thread_rename_and_recall_toggle_persist_after_reload(
     assert [(t["title"], t["recall_excluded"]) for t in listed] == [(renamed, False)]
 
     # -- a new, empty thread has the toggle off; switching threads keeps each its own --------
-    await page.get_by_test_id("new-thread").click()
+    await page.get_by_test_id("new-thread").click()  # a draft until its first message
+    await expect(page.get_by_test_id("recall-setting")).to_be_hidden()
+    await send(page, "a second thread")
     await expect(page.get_by_test_id("thread-item")).to_have_count(2)
+    await wait_idle(page)
     await expect(page.get_by_test_id("recall-toggle")).not_to_be_checked()
     await api.aclose()
     ui.assert_clean()

@@ -125,12 +125,13 @@ async def test_sign_in_memory_panel_and_recall_in_a_new_thread(
     await ui.shot("memory-reloaded")
 
     # -- a new thread can use the edited memory ---------------------------------------------
-    await page.get_by_test_id("new-thread").click()
-    await expect(page.get_by_test_id("thread-item")).to_have_count(2)
+    await page.get_by_test_id("new-thread").click()  # a draft: created by its first message
     selected = page.locator('[data-testid="thread-item"][aria-current="true"]')
-    await expect(selected).not_to_contain_text("remember")
+    await expect(selected).to_have_count(0)
     await expect(page.get_by_test_id("tool-event")).to_have_count(0)
     await send(page, "what do you remember?")
+    await expect(page.get_by_test_id("thread-item")).to_have_count(2)
+    await expect(selected).to_contain_text("what do you remember?")
     recall = page.get_by_test_id("assistant-reply").last
     await expect(recall).to_contain_text("I take it without sugar")
     await expect(recall).to_contain_text("I drink oolong tea")
