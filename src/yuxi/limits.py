@@ -154,6 +154,12 @@ METRICS_TOKEN_MIN_CHARS = 16
 #: GET /readyz: the database must answer ``SELECT 1`` within this many seconds.
 READINESS_TIMEOUT_SECONDS = 2.0
 
+# -- HTTP request bodies --------------------------------------------------------------------------
+#: Any request body but the two that stream under their own limits (a workspace file ``PUT``,
+#: a memory import). The largest body a route takes is a run's input: RUN_INPUT_MAX_BYTES of
+#: text, at most 6 bytes of JSON per byte of text (``\u0001``), plus its request id.
+REQUEST_BODY_MAX_BYTES = 8 * RUN_INPUT_MAX_BYTES
+
 # -- history lookback: list_threads ---------------------------------------------------------------
 #: ``list_threads(limit=…)``: 1..this many threads per call (the default is 10).
 LIST_THREADS_MAX_ITEMS = 20

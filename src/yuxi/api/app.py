@@ -24,6 +24,7 @@ from yuxi.api import (
     routes_session,
     routes_threads,
 )
+from yuxi.api.bodies import BodyLimitMiddleware
 from yuxi.api.errors import error_body, install_error_handlers
 from yuxi.api.live import LiveStreams
 from yuxi.bootstrap import Container, new_notifications, run_workers
@@ -111,6 +112,7 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
     app.state.container = container
     app.state.live = live
     install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(RefuseNulMiddleware)
 
     @app.get("/healthz", tags=["health"])

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Request, Response
 
+from yuxi.api.bodies import read_bounded_body
 from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.api.schemas import FileEntryView, FileList
 from yuxi.errors import FileTooLarge
@@ -57,7 +58,7 @@ async def write_file(
     if_match: Annotated[str | None, Header()] = None,
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
-    data = await _body(request)
+    data = await read_bounded_body(request, FILE_API_MAX_BYTES, _file_too_large)
     etag = await services.files.write_file(
         uid, path, data, if_match=if_match, if_none_match=if_none_match
     )
@@ -75,13 +76,5 @@ async def delete_file(
     return Response(status_code=204)
 
 
-async def _body(request: Request) -> bytes:
-    """The request body, refused as soon as it passes the limit (never buffered beyond it)."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > FILE_API_MAX_BYTES:
-            raise FileTooLarge(f"files may be at most {FILE_API_MAX_BYTES} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _file_too_large() -> FileTooLarge:
+    return FileTooLarge(f"files may be at most {FILE_API_MAX_BYTES} bytes")

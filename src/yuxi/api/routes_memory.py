@@ -11,10 +11,12 @@ bounds a request body while it streams in (docs/design.md §10.5).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Request, Response
 
+from yuxi.api.bodies import read_bounded_body
 from yuxi.api.deps import ServicesDep, UidDep
 from yuxi.errors import FileTooLarge
 from yuxi.limits import MEMORY_FILE_MAX_BYTES, MEMORY_IMPORT_DOCUMENT_MAX_BYTES
@@ -145,7 +147,7 @@ async def import_memory(
     media_type = request.headers.get("content-type")
     json_body = (media_type or "").split(";")[0].strip().lower() == "application/json"
     limit = MEMORY_IMPORT_DOCUMENT_MAX_BYTES if json_body else MEMORY_FILE_MAX_BYTES
-    body = await _bounded_body(request, limit)
+    body = await read_bounded_body(request, limit, _import_too_large(limit))
     result = await services.memory_versions.import_memory(
         uid, body, media_type, dry_run=dry_run, if_match=if_match
     )
@@ -154,16 +156,7 @@ async def import_memory(
     return result
 
 
-async def _bounded_body(request: Request, limit: int) -> bytes:
-    """The request body, refused as soon as it passes ``limit`` (never buffered beyond it)."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            what = "an export document" if limit != MEMORY_FILE_MAX_BYTES else "MEMORY.md"
-            raise FileTooLarge(
-                f"{what} may be at most {limit} bytes (UTF-8) to import; nothing was written"
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _import_too_large(limit: int) -> Callable[[], FileTooLarge]:
+    what = "an export document" if limit != MEMORY_FILE_MAX_BYTES else "MEMORY.md"
+    message = f"{what} may be at most {limit} bytes (UTF-8) to import; nothing was written"
+    return lambda: FileTooLarge(message)

@@ -81,9 +81,11 @@ class ThreadList(BaseModel):
 
 
 class RunCreate(Strict):
-    # A cheap first cut: no string longer than this many characters fits in as many bytes
-    # (the service checks the UTF-8 size itself).
-    input: str = Field(min_length=1, max_length=RUN_INPUT_MAX_BYTES)
+    # The size rule is the service's alone (UTF-8 bytes, one message for every caller); the body
+    # itself is bounded before it is read (yuxi.api.bodies).
+    input: str = Field(
+        min_length=1, description=f"the user's message, at most {RUN_INPUT_MAX_BYTES} UTF-8 bytes"
+    )
     request_id: str | None = Field(default=None, min_length=1, max_length=REQUEST_ID_MAX_CHARS)
 
 
