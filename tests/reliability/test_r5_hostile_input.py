@@ -548,6 +548,20 @@ async def _api_cases(c: Corpus, server: LiveServer, env: dict[str, Any]) -> None
     ]
     for target, label, body in json_cases:
         await api(f"POST {target[:30]} {label}", "POST", target, body=body)
+    # A body far over the bound, with and without a token: refused before it is read or the
+    # token checked (413, not 401), on every JSON route (yuxi.api.bodies).
+    huge = b'{"input": "' + b"x" * (16 * 2**20) + b'"}'
+    for target in (runs, "/api/v1/threads", "/api/v1/session", "/api/v1/me/config"):
+        for who, key in (("no token", None), ("token", token)):
+            await c.api(
+                server,
+                key,
+                f"POST 16 MiB {who} {target[:30]}",
+                "POST",
+                target,
+                body=huge,
+                expect=(413,),
+            )
     config_cases: list[tuple[str, Any]] = [
         ("string", {"enable_memory": "true"}),
         ("int", {"enable_memory": 1}),
