@@ -158,9 +158,16 @@ async def test_delete_needs_the_exact_name_then_signs_out_and_removes_only_this_
 
     # -- only the exact name enables Delete; Enter does nothing before ---------------------------
     await expect(button).to_be_disabled()
+    hint = page.get_by_test_id("account-delete-error")
     for wrong in ("lin", "lin林", "LIN 林", f"{name} ", f" {name}"):
         await typed.fill(wrong)
         await expect(button).to_be_disabled()
+        if wrong.strip().lower() == name.lower():  # nearly the name: told why
+            await expect(hint).to_have_text(
+                "Not quite: type the name exactly as shown (capitals and spaces count)."
+            )
+        else:
+            await expect(hint).to_be_hidden()
     await typed.press("Enter")
     await expect(confirm).to_be_visible()
     await typed.fill(name)

@@ -144,8 +144,17 @@ export function cancelDelete() {
   $('account-delete').focus();
 }
 
+/** Typed the name but not exactly (capitals or spaces differ): say so, since the server takes
+ * only the exact name and a disabled button alone does not tell why. */
+function nearlyTheName() {
+  const typed = $('account-delete-input').value;
+  return Boolean(state.me) && typed !== state.me.name
+    && typed.trim().toLowerCase() === state.me.name.toLowerCase();
+}
+
 export function onDeleteInput() {
-  showDeleteError('');
+  showDeleteError(nearlyTheName()
+    ? 'Not quite: type the name exactly as shown (capitals and spaces count).' : '');
   $('account-delete-confirm').disabled = deleting || !typedNameMatches();
 }
 
