@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import Request
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -90,10 +91,8 @@ def _self_bounded(scope: Scope) -> bool:
 
 def _content_length(scope: Scope) -> int | None:
     """The declared length; one that is not a number is left to the HTTP server to refuse."""
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+    value = Headers(scope=scope).get("content-length")
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None

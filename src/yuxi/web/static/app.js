@@ -72,7 +72,8 @@ function wireModules() {
     if (!s.token) { resetFilesPanel(); setDrawer(false); resetAccount(); clearNotice(); }
   });
   subscribe(['enableMemory'], refreshStartHint);
-  subscribe(['token', 'threadId', 'follow', 'awaiting'], updateComposer);
+  // 'threads': the open thread's status (an archived thread takes no messages)
+  subscribe(['token', 'threadId', 'threads', 'follow', 'awaiting'], updateComposer);
   subscribe(['enableMemory'], renderMemorySwitch);
   subscribe(['memory'], renderRawEditor);
   subscribe(['memoryView'], renderMemoryEntries);

@@ -83,11 +83,6 @@ export async function fetchRawMemory() {
   }
 }
 
-/**
- * Load the entry view and the raw file. They are two requests: when a write slipped in between
- * (their ETags differ) both are asked for again, once. A dirty raw draft is left alone unless
- * `discardDraft`; the draft keeps the ETag it was based on.
- */
 let failedLoad = null; // the status line's text after the last load failed (null: it did not)
 
 /** Did the last load fail? (Then the next chance to load again should be taken.) */
@@ -101,6 +96,11 @@ export function loadedText() {
   return size ? `Loaded · ${size} bytes` : 'Loaded · the file is empty';
 }
 
+/**
+ * Load the entry view and the raw file. They are two requests: when a write slipped in between
+ * (their ETags differ) both are asked for again, once. A dirty raw draft is left alone unless
+ * `discardDraft`; the draft keeps the ETag it was based on.
+ */
 export async function loadMemory({ discardDraft = false } = {}) {
   updateMemory({ busy: true });
   $('memory-panel').dataset.loaded = 'false';

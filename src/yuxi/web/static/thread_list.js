@@ -2,7 +2,6 @@
 // thread: its title, its id (for "read thread: <id>") and the buttons that fit its status.
 // Rendering only: what a click does comes through `wireThreadList`.
 
-import { updateComposer } from './composer.js';
 import { $, el, formatTime, shortText } from './dom.js';
 import { closeDrawer } from './drawer.js';
 import { state } from './state.js';
@@ -83,15 +82,11 @@ function renderHeader() {
   $('thread-archived-note').hidden = !archived;
 }
 
-/**
- * The sidebar, the chat header and the message box's state (an archived thread takes no
- * messages); re-rendered whenever the threads or the open one change.
- */
+/** The sidebar and the chat header; re-rendered whenever the threads or the open one change. */
 export function renderThreads() {
   renderSidebar();
   renderHeader();
   renderThreadSettings();
-  updateComposer();
 }
 
 /** Copy the open thread's id (so that "read thread: <id>" can be typed or pasted). */
