@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -25,12 +24,12 @@ from playwright.async_api import expect
 
 from tests.browser.conftest import UI, send, wait_idle
 from tests.browser.memory_helpers import open_app, put_memory
+from tests.browser.screens import review_shot
 from tests.support.server import LiveServer, create_user_with_token
 from yuxi.bootstrap import Container
 
 pytestmark = pytest.mark.browser
 
-SCREENS = os.environ.get("YUXI_UI_SCREENS")
 TOKEN = "localStorage.getItem('yuxi.token')"
 #: Records the object URLs the page makes and revokes (run through DevTools, not the page's CSP).
 WATCH_BLOBS = """() => {
@@ -43,9 +42,7 @@ WATCH_BLOBS = """() => {
 
 
 async def screen(page: Any, name: str) -> None:
-    if SCREENS:
-        Path(SCREENS).mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=str(Path(SCREENS) / f"account-ui-{name}.png"))
+    await review_shot(page, f"account-ui-{name}")
 
 
 async def open_account(page: Any) -> Any:

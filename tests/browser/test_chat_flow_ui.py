@@ -15,8 +15,6 @@ Each test ends with ``ui.assert_clean()``: no script error, no console error, no
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,14 +22,12 @@ import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import UI, send, wait_idle
+from tests.browser.screens import record_posts, review_shot
 from tests.support.server import LiveServer, create_user_with_token, login_link
 from yuxi.bootstrap import Container
 from yuxi.limits import RUN_INPUT_MAX_BYTES
 
 pytestmark = pytest.mark.browser
-
-#: Screenshots of each fixed state for review (only when asked for: YUXI_UI_SCREENS=dir).
-SCREENS = os.environ.get("YUXI_UI_SCREENS")
 
 VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
@@ -42,10 +38,7 @@ def viewport(request: pytest.FixtureRequest) -> str:
 
 
 async def screen(page: Any, viewport: str, name: str) -> None:
-    if SCREENS:
-        Path(SCREENS).mkdir(parents=True, exist_ok=True)
-        width = VIEWPORTS[viewport]["width"]
-        await page.screenshot(path=str(Path(SCREENS) / f"chatflow-{width}-{name}.png"))
+    await review_shot(page, f"chatflow-{VIEWPORTS[viewport]['width']}-{name}")
 
 
 async def sign_in(
@@ -240,15 +233,7 @@ async def test_new_thread_is_a_draft_until_the_first_message_is_sent(
 ) -> None:
     page = ui.page
     api = await sign_in(live_server, container, ui, "nell", viewport)
-    created: list[str] = []
-    page.on(
-        "request",
-        lambda r: (
-            created.append(r.url)
-            if r.method == "POST" and r.url.endswith("/api/v1/threads")
-            else None
-        ),
-    )
+    created = record_posts(page, lambda url: url.endswith("/api/v1/threads"))
     new_thread = page.get_by_test_id("new-thread")
     await expect_draft(page)
     for _ in range(3):
@@ -314,10 +299,7 @@ async def test_a_message_over_the_limit_is_refused_in_plain_words_and_kept(
 ) -> None:
     page = ui.page
     api = await sign_in(live_server, container, ui, "lena", viewport)
-    runs: list[str] = []
-    page.on(
-        "request", lambda r: runs.append(r.url) if r.method == "POST" and "/runs" in r.url else None
-    )
+    runs = record_posts(page, lambda url: "/runs" in url)
     box = page.get_by_test_id("message-input")
     hint = page.get_by_test_id("composer-hint")
 

@@ -5,27 +5,21 @@ layout where the transcript has most of the screen."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.async_api import expect
 
 from tests.browser.conftest import UI, send, wait_idle
+from tests.browser.screens import review_shot
 from tests.support.server import LiveServer, create_user_with_token, login_link
 from yuxi.bootstrap import Container
 
 pytestmark = pytest.mark.browser
 
-#: Screenshots of the new layout for review (only when asked for: YUXI_UI_SCREENS=dir).
-SCREENS = os.environ.get("YUXI_UI_SCREENS")
-
 
 async def screen(page: Any, name: str) -> None:
-    if SCREENS:
-        Path(SCREENS).mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=str(Path(SCREENS) / f"ui16-{name}.png"))
+    await review_shot(page, f"ui16-{name}")
 
 
 async def sign_in(live_server: LiveServer, container: Container, ui: UI, name: str) -> Any:

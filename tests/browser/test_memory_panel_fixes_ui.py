@@ -18,8 +18,6 @@ asked for: ``YUXI_UI_SCREENS=dir``.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,12 +25,11 @@ from playwright.async_api import expect
 
 from tests.browser.conftest import UI, send, wait_idle
 from tests.browser.memory_helpers import MEMORY, memory_text, open_app, open_panel, put_memory
+from tests.browser.screens import review_shot
 from tests.support.server import LiveServer
 from yuxi.bootstrap import Container
 
 pytestmark = pytest.mark.browser
-
-SCREENS = os.environ.get("YUXI_UI_SCREENS")
 
 WIDE = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
@@ -67,9 +64,7 @@ TOP_BAR = [
 
 
 async def screen(page: Any, name: str) -> None:
-    if SCREENS:
-        Path(SCREENS).mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=str(Path(SCREENS) / f"memfix-{name}.png"))
+    await review_shot(page, f"memfix-{name}")
 
 
 async def covered(page: Any, ids: list[str]) -> list[str]:
@@ -83,6 +78,15 @@ async def remember(page: Any, text: str) -> None:
     receipt = page.get_by_test_id("memory-receipt")
     await expect(receipt.filter(has_text=text)).to_have_attribute("data-state", "saved")
     await wait_idle(page)
+
+
+async def delete_forgetting(page: Any, line: str) -> None:
+    """Delete the open thread, ticking "Also forget" for the one line it wrote."""
+    await page.get_by_test_id("delete-thread").click()
+    dialog = page.get_by_test_id("confirm-dialog")
+    await expect(dialog.get_by_test_id("forget-line")).to_have_text([line])
+    await dialog.get_by_test_id("forget-memory").check()
+    await page.get_by_test_id("confirm-ok").click()
 
 
 def is_memory_load(url: str) -> bool:
@@ -199,10 +203,7 @@ async def test_forgetting_with_a_deleted_thread_shows_a_notice_with_undo(
     # -- on a phone; the memory changed before Undo: the notice says where to restore from ------
     await page.set_viewport_size(PHONE)
     await remember(page, "Green tea on Sundays")
-    await page.get_by_test_id("delete-thread").click()
-    await expect(dialog.get_by_test_id("forget-line")).to_have_text(["Green tea on Sundays"])
-    await dialog.get_by_test_id("forget-memory").check()
-    await page.get_by_test_id("confirm-ok").click()
+    await delete_forgetting(page, "Green tea on Sundays")
     await expect(page.get_by_test_id("notice-text")).to_have_text(
         "Forgot 1 line with the deleted thread."
     )
@@ -221,10 +222,7 @@ async def test_forgetting_with_a_deleted_thread_shows_a_notice_with_undo(
     await page.set_viewport_size(WIDE)
     await remember(page, "Jasmine in the evening")
     await open_panel(page)
-    await page.get_by_test_id("delete-thread").click()
-    await expect(dialog.get_by_test_id("forget-line")).to_have_text(["Jasmine in the evening"])
-    await dialog.get_by_test_id("forget-memory").check()
-    await page.get_by_test_id("confirm-ok").click()
+    await delete_forgetting(page, "Jasmine in the evening")
     await expect(page.get_by_test_id("memory-status")).to_have_text(
         "Forgot 1 line with the deleted thread."
     )
