@@ -163,6 +163,7 @@ async def test_delete_needs_the_exact_name_then_signs_out_and_removes_only_this_
             await expect(hint).to_have_text(
                 "Not quite: type the name exactly as shown (capitals and spaces count)."
             )
+            await screen(page, "1280-delete-nearly-the-name")
         else:
             await expect(hint).to_be_hidden()
     await typed.press("Enter")
