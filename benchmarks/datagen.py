@@ -257,7 +257,7 @@ class HistoryGenerator:
             first = reserve_ids(cur, "conversations", len(specs))
             with cur.copy(
                 "COPY conversations (id, thread_id, uid, title, status, source, created_at, "
-                "updated_at) FROM STDIN"
+                "updated_at, deleted_at) FROM STDIN"
             ) as copy:
                 for offset, (uid, status, source, child) in enumerate(specs):
                     pk = first + offset
@@ -274,8 +274,19 @@ class HistoryGenerator:
                             links.append((rng.choice(parents).id, pk))
                         else:  # nothing to hang it under: an ordinary visible thread
                             thread.visible = True
+                    deleted_at = now if status == "deleted" else None  # migration 0011's rule
                     copy.write_row(
-                        (pk, thread.thread_id, uid, _title(rng), status, source, now, now)
+                        (
+                            pk,
+                            thread.thread_id,
+                            uid,
+                            _title(rng),
+                            status,
+                            source,
+                            now,
+                            now,
+                            deleted_at,
+                        )
                     )
                     created.append(thread)
             if links:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import text
+from sqlalchemy import func, text
 
 from yuxi.agents.tools.tool_result import ToolPayload, tool_outcome
 from yuxi.bootstrap import Container
@@ -78,7 +78,17 @@ async def make_thread(
 ) -> str:
     thread_id = uuid.uuid4().hex
     async with c.session_factory() as s, s.begin():
-        s.add(Conversation(thread_id=thread_id, uid=uid, title=title, source=source, status=status))
+        deleted_at = func.now() if status == "deleted" else None  # in the trash since now
+        s.add(
+            Conversation(
+                thread_id=thread_id,
+                uid=uid,
+                title=title,
+                source=source,
+                status=status,
+                deleted_at=deleted_at,
+            )
+        )
     return thread_id
 
 

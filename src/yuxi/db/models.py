@@ -150,11 +150,22 @@ class Conversation(Base):
     )
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
+    #: When the thread went to the trash; set exactly while ``status`` is ``deleted`` (migration
+    #: 0011). The purge job removes it whole ``YUXI_TRASH_DAYS`` later.
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (
         CheckConstraint(_in("status", CONVERSATION_STATUSES), name="status"),
         CheckConstraint(_in("source", CONVERSATION_SOURCES), name="source"),
+        CheckConstraint("(status = 'deleted') = (deleted_at IS NOT NULL)", name="deleted_at"),
         Index(None, "uid", "updated_at"),
+        # The purge job's work list: deleted threads, oldest deletion first.
+        Index(
+            "ix_conversations_trash",
+            "deleted_at",
+            "id",
+            postgresql_where=text("status = 'deleted'"),
+        ),
     )
 
 

@@ -124,13 +124,16 @@ class ThreadRepository:
         await self.session.flush()
 
     async def set_status(self, uid: str, thread_id: str, status: str) -> None:
+        """Set the thread's status and touch ``updated_at``; ``deleted`` also stamps
+        ``deleted_at`` (the trash's clock, migration 0011), any other status clears it."""
         if status not in CONVERSATION_STATUSES:
             raise InvalidArgument(f"unknown conversation status {status!r}")
+        deleted_at = func.now() if status == "deleted" else None
         stmt = (
             update(Conversation)
             .where(Conversation.thread_id == thread_id, Conversation.uid == uid)
-            .values(status=status, updated_at=func.now())
-            .returning(Conversation.id, Conversation.updated_at)
+            .values(status=status, updated_at=func.now(), deleted_at=deleted_at)
+            .returning(Conversation.id, Conversation.updated_at, Conversation.deleted_at)
             .execution_options(synchronize_session=False)
         )
         row = (await self.session.execute(stmt)).one_or_none()
@@ -140,6 +143,7 @@ class ThreadRepository:
         if loaded is not None:
             set_committed_value(loaded, "status", status)
             set_committed_value(loaded, "updated_at", row.updated_at)
+            set_committed_value(loaded, "deleted_at", row.deleted_at)
 
     async def link_subagent_thread(
         self, parent: Conversation, child: Conversation, created_by_run_id: str | None
