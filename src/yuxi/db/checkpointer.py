@@ -8,20 +8,29 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from psycopg import AsyncCursor
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 
 @asynccontextmanager
-async def open_checkpointer(url: str, *, max_size: int = 8) -> AsyncIterator[Any]:
+async def open_checkpointer(
+    url: str, *, max_size: int = 8, cursor_factory: type[AsyncCursor[Any]] | None = None
+) -> AsyncIterator[Any]:
+    """The saver on a pool of its own. ``cursor_factory`` (psycopg's connection argument) is for
+    tests that count the statements the saver sends."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    if cursor_factory is not None:
+        kwargs["cursor_factory"] = cursor_factory
 
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         url,
         min_size=1,
         max_size=max_size,
         open=False,
-        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        kwargs=kwargs,
     )
     await pool.open(wait=True, timeout=30)
     try:

@@ -1,0 +1,165 @@
+"""What one run and one memory write ask of PostgreSQL, counted (issue 35).
+
+Speed is measured in benchmarks; these tests pin the *work* instead, which does not depend on
+the machine: the statements, transactions and round trips of a chat run (on the app's engine
+and on the LangGraph checkpointer's own pool) and of one ``remember_memory`` write. A change that
+adds a statement or a transaction to a hot path fails here; a change that removes one updates
+the numbers on purpose (and docs/performance.md says what it bought).
+
+Counted through public hooks only (``tests/support/statements.py``): SQLAlchemy's engine events
+and a psycopg cursor class on the checkpointer's connections. Round trips on the engine are its
+statements plus one ``BEGIN`` per transaction (psycopg sends it before the first statement) plus
+each ``COMMIT`` / ``ROLLBACK``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.factories import make_run, make_user, remember
+from tests.support.statements import CountingCursor, Counts, counting
+from yuxi.agents.models.factory import build_chat_model
+from yuxi.bootstrap import Container, build_worker
+from yuxi.db.checkpointer import open_checkpointer
+from yuxi.runtime.agent_runtime import AgentRuntime, RunLimits
+from yuxi.runtime.worker import Worker
+from yuxi.settings import Settings
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    # No heartbeat inside a counted run, however slow the machine: its renewal is the
+    # heartbeat's cost (one statement every YUXI_HEARTBEAT_SECONDS), not the run's.
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        heartbeat_seconds=3600,
+        lease_seconds=7200,
+    )
+
+
+@pytest.fixture
+async def counted_worker(container: Container) -> AsyncIterator[Worker]:
+    """The configured (offline) model; the checkpointer's pool makes counting cursors."""
+    s = container.settings
+    async with open_checkpointer(container.database_url, cursor_factory=CountingCursor) as saver:
+        runtime = AgentRuntime(
+            model=build_chat_model(s),
+            checkpointer=saver,
+            limits=RunLimits(s.run_model_call_limit, s.run_tool_call_limit, s.run_timeout_seconds),
+            metrics=container.metrics,
+        )
+        yield build_worker(container, runtime, name="counted-worker")
+
+
+async def _counted_run(
+    container: Container, worker: Worker, uid: str, thread: str, text: str
+) -> tuple[Counts, list[str]]:
+    """Claim and execute one run of ``text``: what the engine and the checkpointer sent."""
+    chat = container.services.chat
+    run, _ = await chat.submit(uid, thread, text)
+    CountingCursor.sent.clear()
+    with counting(container.engine) as seen:
+        claimed = await worker.claim()
+        assert claimed is not None and claimed.identity.run_id == run.id
+        await worker.execute_claimed(claimed)
+    assert (await chat.get_run(uid, run.id)).status == "completed"
+    return seen, list(CountingCursor.sent)
+
+
+def _profile(seen: Counts) -> dict[str, int]:
+    return {
+        "statements": len(seen.statements),
+        "transactions": seen.begins,
+        "commits": seen.commits,
+        "rollbacks": seen.rollbacks,
+        "round_trips": seen.round_trips,
+        "events": len(seen.matching("INSERT INTO run_events")),
+    }
+
+
+async def test_a_chat_run_with_a_memory_write(container: Container, counted_worker: Worker) -> None:
+    """A chat run of a thread's second turn, as in B8: a ``remember_memory`` call, then a reply.
+
+    Transactions, one line each: the claim; the ``running`` event; the memory switch read (read
+    only, rolled back); the memory snapshot; closing the thread's open calls; the tool call
+    (message, ToolCall row, ``tool_start``); the memory write (gate, record); the tool result
+    (message, ToolCall row finished, ``tool_end``); the token text; the reply (message,
+    ``message`` event); the finish (``run_status`` event, the run row).
+    """
+    uid = await make_user(container, memory=True)
+    thread = (await container.services.chat.create_thread(uid)).thread_id
+    await _counted_run(container, counted_worker, uid, thread, "remember: first qzxfact")
+    seen, checkpointer = await _counted_run(
+        container, counted_worker, uid, thread, "remember: second qzxfact"
+    )
+    assert _profile(seen) == {
+        "statements": 33,
+        "transactions": 11,
+        "commits": 10,
+        "rollbacks": 1,
+        "round_trips": 55,
+        "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
+    }, seen.statements
+    # The memory write: the gate then the record, two statements in one transaction.
+    assert len(seen.matching("pg_advisory_xact_lock")) == 1
+    assert len(seen.matching("WITH newest AS")) == 1
+    # The checkpointer: the thread's checkpoint read twice (the executor's aget_state, then the
+    # graph's own read as it starts), and saved once as the graph exits (design.md §7): the
+    # channels' blobs that changed (messages, the memory middleware's state, the run limits)
+    # and the checkpoint row.
+    assert len(checkpointer) == 6, checkpointer
+    assert sum(s.startswith("select thread_id, checkpoint") for s in checkpointer) == 2
+    assert sum(s.startswith("INSERT INTO checkpoints ") for s in checkpointer) == 1
+    assert sum(s.startswith("INSERT INTO checkpoint_blobs") for s in checkpointer) == 3
+
+
+async def test_a_chat_run_without_tools(container: Container, counted_worker: Worker) -> None:
+    """A plain reply: no tool call, no memory write, no tool result."""
+    uid = await make_user(container, memory=True)
+    thread = (await container.services.chat.create_thread(uid)).thread_id
+    await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
+    seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
+    assert _profile(seen) == {
+        "statements": 18,
+        "transactions": 8,
+        "commits": 7,
+        "rollbacks": 1,
+        "round_trips": 34,
+        "events": 5,  # running, memory_snapshot, token, message, completed
+    }, seen.statements
+    assert len(checkpointer) == 4, checkpointer
+
+
+async def test_a_memory_write_is_two_statements_in_one_transaction(
+    container: Container,
+) -> None:
+    """``remember_memory`` in steady state: BEGIN, gate, record, COMMIT — four round trips."""
+    uid = await make_user(container)
+    run = await make_run(container, uid)
+    assert (await remember(container, run, "first 第一"))["status"] == "updated"
+    with counting(container.engine) as seen:
+        result = await remember(container, run, "second 第二")
+    assert result["status"] == "updated"
+    assert _profile(seen) == {
+        "statements": 2,
+        "transactions": 1,
+        "commits": 1,
+        "rollbacks": 0,
+        "round_trips": 4,
+        "events": 0,
+    }, seen.statements
+
+
+async def test_the_counts_see_what_they_count(container: Container) -> None:
+    """The hooks are live: one more statement and one more transaction are counted as such
+    (a counter that saw nothing would pass every test above by accident of equal numbers)."""
+    uid = await make_user(container)
+    run = await make_run(container, uid)
+    with counting(container.engine) as seen:
+        await remember(container, run, "one qzxcount")
+        await remember(container, run, "two qzxcount")
+    assert (len(seen.statements), seen.begins, seen.commits) == (4, 2, 2)
