@@ -30,6 +30,30 @@ from sqlalchemy.sql import Executable
 __all__ = ["PrebuiltStatement"]
 
 
+def _render(statement: Executable, dialect: Dialect) -> tuple[str, dict[str, Any]]:
+    """Compile ``statement`` once, through SQLAlchemy's public compiler API: the SQL string,
+    and its constants (``Compiled.params``) each converted by its type's bind processor
+    (``TypeEngine.dialect_impl(dialect).bind_processor(dialect)``), found by its compiled name
+    in ``SQLCompiler.binds``."""
+    compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
+    if compiled.positional:
+        raise TypeError("a prebuilt statement needs a named paramstyle")
+    constants: dict[str, Any] = {}
+    for name, value in compiled.params.items():
+        bind = compiled.binds.get(name)
+        if bind is None:  # a name the compiler escaped: not found as the SQL spells it
+            raise TypeError(f"parameter {name!r} cannot be prebuilt")
+        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        if value is None:
+            # A caller's parameter: sent to the driver as it is, so it must need no processor.
+            if process is not None:
+                raise TypeError(f"parameter {name!r} would need a bind processor")
+            continue
+        # A constant of the statement: converted here, once.
+        constants[name] = value if process is None else process(value)
+    return compiled.string, constants
+
+
 class PrebuiltStatement:
     """``statement`` as the driver's SQL string; :meth:`first` and :meth:`one` run it."""
 
@@ -43,23 +67,7 @@ class PrebuiltStatement:
         those. Compiled on first use per dialect."""
         rendered = self._rendered.get(dialect)
         if rendered is None:
-            compiled = self.statement.compile(dialect=dialect)  # type: ignore[attr-defined]
-            if compiled.positional:
-                raise TypeError("a prebuilt statement needs a named paramstyle")
-            # A bind processor (the dialect's conversion of a Python value) is applied here to
-            # the constants, once; a parameter the caller passes must need none, since
-            # exec_driver_sql hands it to the driver as it is.
-            processors = compiled._bind_processors
-            constants = {}
-            for name, value in compiled.construct_params(_check=False).items():
-                process = processors.get(name)
-                if value is None:
-                    if process is not None:
-                        raise TypeError(f"parameter {name!r} would need a bind processor")
-                    continue
-                constants[name] = value if process is None else process(value)
-            rendered = (compiled.string, constants)
-            self._rendered[dialect] = rendered
+            rendered = self._rendered[dialect] = _render(self.statement, dialect)
         return rendered
 
     def _run(self, session: Session, params: dict[str, Any]) -> Any:
