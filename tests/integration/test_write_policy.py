@@ -116,7 +116,7 @@ async def test_a_tainted_write_waits_for_approval_then_writes_once(
     assert memory_file(container, planted.uid).read_text().count(planted.marker) == 1
     # The final answer says what both results of the plan mean, in words, not JSON.
     reply = done.output["reply"]  # type: ignore[index]
-    assert reply.startswith("Thread «old» (")
+    assert reply.startswith("Thread «old»:\n")
     assert f"Saved to memory: «{planted.content}»" in reply
     assert '"status"' not in reply
     # One decision per interruption: a second approval is the same resume run, no new write.

@@ -174,7 +174,7 @@ def test_offline_answer_for_a_listing() -> None:
     text = _describe(compact_json(listing), {})
     assert text.splitlines() == [
         "Your 1 most recent past conversation:",
-        "- «Tea» (thread thread-0, last message 2026-03-01T09:30:00Z, 2 messages): hi",
+        "- «Tea» (1 Mar 2026, 09:30 UTC, 2 messages): hi",
         "(There are older ones.)",
     ]
     empty = compact_json({"items": [], "truncated": False, "has_more": False})

@@ -181,7 +181,7 @@ async def test_correct_search_and_read_reach_the_service(tmp_path: Path) -> None
     ]
     (read,) = [m for m in _tool_messages(result) if m.name == "read_thread_messages"]
     assert json.loads(str(read.content))["thread_id"] == "thread-old"
-    assert _final(result).text == "Thread «Untitled» (thread-old):\n- user (message 7): hello"
+    assert _final(result).text == "Thread «Untitled»:\n- you: hello"
 
 
 async def test_forged_invoke_context_is_refused(tmp_path: Path) -> None:

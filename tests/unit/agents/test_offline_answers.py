@@ -7,6 +7,7 @@ field the sentence does not need, such as MEMORY.md's path or a version id).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -78,21 +79,31 @@ def test_any_other_error_names_the_tool_and_the_message() -> None:
     )
 
 
+#: Server thread ids are 32 hex digits; an answer names a thread by its title and a date instead.
+_HEX_ID = re.compile(r"[0-9a-f]{32}")
+_TH1 = "3f2a" + "0" * 27 + "1"
+_TH2 = "3f2a" + "0" * 27 + "2"
+
+
 def test_search_lists_what_it_found_in_words() -> None:
     found = {
         "items": [
             {
-                "thread_id": "th-1",
+                "rank": 1,
+                "thread_id": _TH1,
                 "title": "旧对话",
                 "message_id": 7,
                 "role": "user",
+                "created_at": "2026-03-03T09:30:00Z",
                 "content": "…I drink\noolong tea…",
             },
             {
-                "thread_id": "th-2",
+                "rank": 2,
+                "thread_id": _TH2,
                 "title": "",
                 "message_id": 9,
                 "role": "assistant",
+                "created_at": "2025-12-31T23:59:59.250000Z",
                 "content": "oolong",
                 "truncated": True,
             },
@@ -100,21 +111,56 @@ def test_search_lists_what_it_found_in_words() -> None:
         "truncated": True,
         "complete": False,
     }
-    assert _answer("search history: oolong", found).splitlines() == [
+    answer = _answer("search history: oolong", found)
+    assert answer.splitlines() == [
         "I found 2 messages in your past conversations for «oolong»:",
-        "- «旧对话» (thread th-1, message 7, user): …I drink oolong tea…",
-        "- «Untitled» (thread th-2, message 9, assistant): oolong",
+        "- «旧对话» (3 Mar 2026, 09:30 UTC, you): …I drink oolong tea…",
+        "- «Untitled» (31 Dec 2025, 23:59 UTC, me): oolong",
         "(Lower-ranked matches were left out.)",
         "(Only the newest messages were ranked for the commonest words.)",
     ]
+    assert _HEX_ID.search(answer) is None and "message 7" not in answer
     assert _answer("search history: 茶", {"items": [], "truncated": False}) == (
         "I found nothing in your past conversations for «茶»."
     )
 
 
+def test_a_time_that_does_not_parse_is_left_out_not_shown_raw() -> None:
+    odd = {
+        "items": [
+            {"thread_id": _TH1, "title": "T", "role": "user", "created_at": "soon", "content": "x"}
+        ],
+        "truncated": False,
+    }
+    assert _answer("search history: x", odd).splitlines()[1] == "- «T» (you): x"
+
+
+def test_a_listing_names_threads_by_title_and_date() -> None:
+    listed = {
+        "items": [
+            {
+                "thread_id": _TH1,
+                "title": "Tea",
+                "created_at": "2026-03-01T08:00:00Z",
+                "last_message_at": "2026-03-02T18:05:00.123456Z",
+                "message_count": 1,
+                "first_user_line": "which tea?",
+            }
+        ],
+        "truncated": False,
+        "has_more": False,
+    }
+    answer = _answer("recent threads", listed)
+    assert answer.splitlines() == [
+        "Your 1 most recent past conversation:",
+        "- «Tea» (2 Mar 2026, 18:05 UTC, 1 message): which tea?",
+    ]
+    assert _HEX_ID.search(answer) is None
+
+
 def test_read_lists_the_thread_in_words() -> None:
     read = {
-        "thread_id": "th-1",
+        "thread_id": _TH1,
         "title": "Tea",
         "messages": [
             {"message_id": 7, "role": "user", "content": "remember: oolong"},
@@ -132,13 +178,15 @@ def test_read_lists_the_thread_in_words() -> None:
         ],
         "truncated": True,
     }
-    assert _answer("read thread: th-1 with tools", read).splitlines() == [
-        "Thread «Tea» (th-1):",
-        "- user (message 7): remember: oolong",
-        "- assistant (message 8): Saved.",
+    answer = _answer(f"read thread: {_TH1} with tools", read)
+    assert answer.splitlines() == [
+        "Thread «Tea»:",
+        "- you: remember: oolong",
+        "- me: Saved.",
         "- tool call remember_memory: success",
         "(Some of it was left out to stay within the reading budget.)",
     ]
+    assert _HEX_ID.search(answer) is None
 
 
 def test_files_read_and_written() -> None:

@@ -297,8 +297,8 @@ def test_a_plan_runs_its_lines_one_turn_each_then_answers_every_result() -> None
     final = model.invoke(conversation)
     assert final.tool_calls == []
     assert final.text.splitlines() == [
-        "Thread «Tea» (th-9):",
-        "- user (message 3): green tea",
+        "Thread «Tea»:",
+        "- you: green tea",
         "Saved to memory: «my password is hunter2»",
         "I found nothing in your past conversations for «茶».",
     ]

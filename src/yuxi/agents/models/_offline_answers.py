@@ -4,12 +4,16 @@ The tool card in the UI already shows each result's JSON; the answer says what h
 words and never repeats the JSON. What a result means is read from its ``status`` and from the
 known result shapes of our tools (``yuxi.agents.tools.tool_result``); an error's message is the
 result's ``error`` field, or its whole text when it is not our JSON (a human's rejection).
+
+A past conversation is named by its title and a date a person reads ("3 Mar 2026, 09:30 UTC"),
+never by its 32-hex id or a message number: the tool card beside the answer links each one.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -31,6 +35,31 @@ def _payload(text: str) -> dict[str, Any] | None:
 
 def _one_line(value: object) -> str:
     return " ".join(str(value).split())
+
+
+def _human_time(value: object) -> str | None:
+    """An ISO 8601 time as a person reads it, in UTC (the offline model knows no locale):
+    ``3 Mar 2026, 09:30 UTC``; None when it does not parse."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return f"{moment.day} {moment:%b %Y, %H:%M} UTC"
+
+
+#: Who said a message, in the answer's own voice.
+_SPEAKER = {"user": "you", "assistant": "me"}
+
+
+def _speaker(role: object) -> str:
+    return _SPEAKER.get(str(role), str(role))
+
+
+def _title(value: object) -> str:
+    return f"«{_one_line(value or 'Untitled')}»"
 
 
 def _error_text(text: str, payload: dict[str, Any] | None) -> str:
@@ -61,10 +90,13 @@ def _found(payload: dict[str, Any], args: Mapping[str, Any]) -> str | None:
     lines = [f"I found {len(items)} {noun} in your past conversations for «{query}»:"]
     for item in items:
         if isinstance(item, dict):
-            title = _one_line(item.get("title") or "Untitled")
-            where = f"thread {item.get('thread_id')}, message {item.get('message_id')}"
+            said = ", ".join(
+                part
+                for part in (_human_time(item.get("created_at")), _speaker(item.get("role")))
+                if part
+            )
             snippet = _one_line(item.get("content", ""))
-            lines.append(f"- «{title}» ({where}, {item.get('role')}): {snippet}")
+            lines.append(f"- {_title(item.get('title'))} ({said}): {snippet}")
     if payload.get("truncated"):
         lines.append("(Lower-ranked matches were left out.)")
     if payload.get("complete") is False:
@@ -72,17 +104,15 @@ def _found(payload: dict[str, Any], args: Mapping[str, Any]) -> str | None:
     return "\n".join(lines)
 
 
-def _read(payload: dict[str, Any], args: Mapping[str, Any]) -> str | None:
+def _read(payload: dict[str, Any], _: Mapping[str, Any]) -> str | None:
     messages = payload.get("messages")
     if not isinstance(messages, list):
         return None
-    title = _one_line(payload.get("title") or "Untitled")
-    lines = [f"Thread «{title}» ({payload.get('thread_id', args.get('thread_id'))}):"]
+    lines = [f"Thread {_title(payload.get('title'))}:"]
     for message in messages:
         if isinstance(message, dict):
             lines.append(
-                f"- {message.get('role')} (message {message.get('message_id')}): "
-                f"{_one_line(message.get('content', ''))}"
+                f"- {_speaker(message.get('role'))}: {_one_line(message.get('content', ''))}"
             )
     if not messages:
         lines.append("- no messages")
@@ -105,12 +135,17 @@ def _listed(payload: dict[str, Any], args: Mapping[str, Any]) -> str | None:
     lines = [f"Your {len(items)} most recent past {noun}{when}:"]
     for item in items:
         if isinstance(item, dict):
-            title = _one_line(item.get("title") or "Untitled")
-            where = (
-                f"thread {item.get('thread_id')}, last message {item.get('last_message_at')}, "
-                f"{item.get('message_count')} messages"
+            count = item.get("message_count")
+            where = ", ".join(
+                part
+                for part in (
+                    _human_time(item.get("last_message_at")),
+                    f"{count} message{'' if count == 1 else 's'}" if count is not None else None,
+                )
+                if part
             )
-            lines.append(f"- «{title}» ({where}): {_one_line(item.get('first_user_line', ''))}")
+            first = _one_line(item.get("first_user_line", ""))
+            lines.append(f"- {_title(item.get('title'))} ({where}): {first}")
     if payload.get("has_more"):
         lines.append("(There are older ones.)")
     return "\n".join(lines)
