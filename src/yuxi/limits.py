@@ -103,8 +103,10 @@ RUN_INPUT_MAX_BYTES = 32 * KIB
 REQUEST_ID_MAX_CHARS = 128
 #: A task handed to a SubAgent.
 SUBAGENT_TASK_MAX_BYTES = 8 * KIB
-#: The text of a ``tool_end`` event (the full output stays in the ToolCall row).
-EVENT_TEXT_BYTES = 4 * KIB
+#: The text of a ``tool_end`` event and of a tool call in the thread view (the full output stays
+#: in the ToolCall row). As large as a whole ``search_thread_messages`` or ``list_threads``
+#: response (16 KiB), so the UI can show those as readable hits instead of cut JSON.
+EVENT_TEXT_BYTES = 16 * KIB
 #: Graph steps (model calls, tool rounds and middleware hooks) one run may take before it fails
 #: as ``run_step_limit`` — a model that keeps calling tools cannot run forever.
 RUN_MAX_STEPS = 100

@@ -11,6 +11,7 @@ import httpx
 from tests.support.server import LiveServer, create_user_with_token
 from tests.support.sse import read_events
 from yuxi.bootstrap import Container
+from yuxi.limits import EVENT_TEXT_BYTES
 from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
 from yuxi.repositories.thread_repository import ThreadRepository
 
@@ -79,7 +80,7 @@ async def test_thread_view_has_tool_calls_and_stays_private(
         foreign = await b.get(f"/api/v1/threads/{thread}")
         assert foreign.status_code == 404, foreign.text
 
-        # a long stored output is cut to 4096 UTF-8 bytes and says so
+        # a long stored output is cut to EVENT_TEXT_BYTES (16 KiB) and says so
         async with container.session_factory() as s, s.begin():
             repo = ThreadRepository(s)
             conversation = await repo.get_owned(uid_a, thread)
@@ -92,11 +93,11 @@ async def test_thread_view_has_tool_calls_and_stays_private(
                 tool_call_id="call-long",
                 name="read_workspace_file",
                 input={"path": "big.txt"},
-                output="茶" * 3000,
+                output="茶" * 6000,  # 18,000 bytes
                 status="success",
             )
         last = (await a.get(f"/api/v1/threads/{thread}")).json()["messages"][-1]
         [long_call] = last["tool_calls"]
         assert long_call["truncated"] is True
-        assert 0 < len(long_call["result"].encode()) <= 4096
+        assert EVENT_TEXT_BYTES - 64 < len(long_call["result"].encode()) <= EVENT_TEXT_BYTES
         assert long_call["args"] == {"path": "big.txt"}
