@@ -13,7 +13,9 @@
 // empty thread) · markdown (assistant replies, sanitised) · files_panel (the read-only
 // workspace browser) · drawer (the thread list on a phone) · composer · session (sign-in with a
 // token or a login link's code / sign-out) · account (the Account dialog: export the account as
-// a zip, delete it after typing its name).
+// a zip, delete it after typing its name) · history_cards (the history tools' cards as answers)
+// · thread_link (links that open a thread in the app) · marks (the query's words marked) ·
+// when (times in words).
 
 import {
   cancelDelete, closeAccount, onDeleteInput, onDeleteSubmit, onExport, openAccount, openDelete,
@@ -51,9 +53,10 @@ import { refreshStartHint } from './start_hint.js';
 import { subscribe } from './state.js';
 import { commitRename, onRecallToggle, onRenameKey, startRename } from './thread_settings.js';
 import { onCopyThreadId, renderThreads, wireThreadList } from './thread_list.js';
+import { wireThreadLinks } from './thread_link.js';
 import {
-  loadThreads, onArchive, onArchivedToggle, onDelete, onNewThread, onRestore, openSource,
-  reloadThread, selectThread,
+  loadThreads, onArchive, onArchivedToggle, onDelete, onNewThread, onRestore, openLinkedThread,
+  openSource, reloadThread, selectThread,
 } from './threads.js';
 
 function wireModules() {
@@ -64,6 +67,7 @@ function wireModules() {
   wireThreadList({ select: selectThread, restore: onRestore });
   wireMemoryPanel({ opening: closeFilesPanel });
   wireMemoryEntries({ openSource });
+  wireThreadLinks({ open: openLinkedThread });
   wireDialog();
   wireAccount({ deleted: accountDeleted });
   subscribe(['threads', 'threadId', 'showArchived'], renderThreads);

@@ -11,7 +11,9 @@ import { $ } from './dom.js';
 import { resetMemoryPanel } from './memory_panel.js';
 import { stopFollowing } from './run.js';
 import { setToken, signedIn, signedOut, state } from './state.js';
-import { loadThreads, selectThread, showEmptyThread } from './threads.js';
+import {
+  loadThreads, openLinkedThread, selectThread, showEmptyThread,
+} from './threads.js';
 
 function showSignInError(message) {
   const errorLine = $('signin-error');
@@ -110,10 +112,12 @@ export async function signIn(token) {
   $('app-view').hidden = false;
   clearError();
   await loadThreads();
-  const wanted = new URLSearchParams(location.hash.slice(1)).get('thread');
-  const first = state.threads.find((t) => t.thread_id === wanted) || state.threads[0];
-  if (first) await selectThread(first.thread_id);
-  else showEmptyThread();
+  // the address names a thread (and maybe a message: a link opened in a new tab)
+  const wanted = new URLSearchParams(location.hash.slice(1));
+  const linked = wanted.get('thread');
+  const opened = linked && (await openLinkedThread(linked, wanted.get('message'))) === 'opened';
+  if (!opened && state.threads[0]) await selectThread(state.threads[0].thread_id);
+  else if (!opened) showEmptyThread();
   $('message-input').focus();
   return true;
 }

@@ -4,7 +4,7 @@
 
 import { api, ApiError, describe, runPath, threadPath } from './api.js';
 import { showApproval } from './approvals.js';
-import { showError } from './banner.js';
+import { showError, showNotice } from './banner.js';
 import { $, el } from './dom.js';
 import { closeDrawer } from './drawer.js';
 import { closeMemoryPanel, memoryChangedOnServer } from './memory_panel.js';
@@ -87,8 +87,53 @@ export async function openSource(threadId, messageId) {
   highlightMessage(messageId);
 }
 
-/** Open a thread; resolves whether its history is now on screen. */
-export async function selectThread(threadId) {
+/**
+ * Open a thread from a link (a history tool card, a search hit), at `messageId` when given.
+ * Resolves 'opened'; 'gone' when the thread no longer exists (the open view stays, the banner
+ * says so and thread_link.js marks the links); 'failed' otherwise.
+ */
+export async function openLinkedThread(threadId, messageId = null) {
+  if (threadId === state.threadId) {
+    closeDrawer();
+    showLinkedMessage(messageId);
+    return 'opened';
+  }
+  const gen = state.viewGen;
+  let detail;
+  try {
+    detail = await api('GET', threadPath(threadId));
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) {
+      removeThread(threadId);
+      showError('That thread was deleted: it can no longer be opened.');
+      return 'gone';
+    }
+    showError(`Could not open the thread: ${describe(err)}`);
+    return 'failed';
+  }
+  if (!isCurrentView(gen)) return 'failed'; // another thread was opened meanwhile
+  // a thread past the listed ones still gets its header, when it belongs to the list shown
+  if (!state.threads.some((t) => t.thread_id === threadId)
+    && (detail.status === 'archived') === state.showArchived) {
+    const { messages: _, ...summary } = detail;
+    setThreads([...state.threads, summary].sort((a, b) => (a.updated_at < b.updated_at ? 1 : -1)));
+  }
+  if (!(await selectThread(threadId, detail))) return 'failed';
+  showLinkedMessage(messageId);
+  return 'opened';
+}
+
+/** Scroll to and mark a linked message; say so when it is not among the messages shown. */
+export function showLinkedMessage(messageId) {
+  if (messageId === null || messageId === undefined) return;
+  if (!highlightMessage(messageId)) {
+    showNotice('That message is not among the ones shown: the thread view shows its latest 200 messages.');
+  }
+}
+
+/** Open a thread (its view `loaded` already, or read now); resolves whether its history is
+ * now on screen. */
+export async function selectThread(threadId, loaded = null) {
   stopFollowing();
   const gen = openThread(threadId);
   history.replaceState(null, '', `#thread=${encodeURIComponent(threadId)}`);
@@ -97,7 +142,7 @@ export async function selectThread(threadId) {
   transcript.dataset.ready = 'false';
   let detail;
   try {
-    detail = await api('GET', threadPath(threadId));
+    detail = loaded ?? await api('GET', threadPath(threadId));
   } catch (err) {
     if (!isCurrentView(gen)) return false;
     if (err instanceof ApiError && err.status === 404) {

@@ -2,6 +2,7 @@
 // Rendering only: no fetching, no state changes.
 
 import { $, el, parseJson, pretty, prettyText } from './dom.js';
+import { HISTORY_TOOLS, historyAnswer, historyCallText } from './history_cards.js';
 import { markdownFragment } from './markdown.js';
 import { TOOL_STATUS_TEXT } from './vocabulary.js';
 
@@ -68,8 +69,14 @@ export function toolArgsOf(card) {
 /** A tool card, running until `finishToolCard` (or `setToolStatus`) says otherwise. */
 export function toolCard(start, runId, { withArgs = true } = {}) {
   const name = String(start.name || 'tool');
+  const history = HISTORY_TOOLS.has(name);
+  const args = start.args && typeof start.args === 'object' ? start.args : null;
+  const argsBlock = withArgs
+    ? [el('div', { class: 'tool-section-label' }, 'Arguments'),
+      el('pre', { class: 'tool-args', 'data-testid': 'tool-args' }, pretty(start.args ?? {}))]
+    : [];
   const card = el('div', {
-    class: 'tool-event',
+    class: `tool-event${history ? ' history-tool' : ''}`,
     'data-testid': 'tool-event',
     'data-tool-name': name,
     'data-tool-call-id': start.tool_call_id || '',
@@ -77,14 +84,16 @@ export function toolCard(start, runId, { withArgs = true } = {}) {
     'data-run-id': runId,
   },
   el('div', { class: 'tool-head' },
-    el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'),
-    el('span', { class: 'tool-label' }, 'Tool'),
+    el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, history ? '↺' : '⚙'),
+    el('span', { class: 'tool-label' }, history ? 'History' : 'Tool'),
     el('code', { class: 'tool-name', 'data-testid': 'tool-name' }, name),
     el('span', { class: 'spacer' }),
     el('span', { class: 'tool-status', 'data-testid': 'tool-status' }, TOOL_STATUS_TEXT.running)),
-  withArgs ? el('div', { class: 'tool-section-label' }, 'Arguments') : null,
-  withArgs ? el('pre', { class: 'tool-args', 'data-testid': 'tool-args' }, pretty(start.args ?? {})) : null);
-  if (start.args && typeof start.args === 'object') toolArgs.set(card, start.args);
+  // a history call reads as words; what the model sent and got stays one click away
+  history && args ? el('p', { class: 'tool-summary', 'data-testid': 'tool-summary' }, historyCallText(name, args)) : null,
+  ...(history ? [el('details', { class: 'tool-result', 'data-testid': 'tool-details' },
+    el('summary', {}, 'Details: what the model sent and got'), ...argsBlock)] : argsBlock));
+  if (args) toolArgs.set(card, args);
   return card;
 }
 
@@ -117,14 +126,30 @@ function errorText(result) {
 export function showToolResult(card, end) {
   const status = end.status === 'error' ? 'error' : 'success';
   setToolStatus(card, status);
-  card.querySelector('[data-testid="tool-error"]')?.remove();
-  card.querySelector('[data-testid="tool-result"]')?.remove();
+  for (const old of card.querySelectorAll(
+    '[data-testid="tool-error"], [data-testid="tool-result"], [data-testid="history-answer"], [data-testid="history-unreadable"]')) {
+    old.remove();
+  }
   if (status === 'error') {
     card.append(el('p', { class: 'tool-error', 'data-testid': 'tool-error' }, errorText(end.result)));
   }
-  card.append(el('details', { class: 'tool-result', 'data-testid': 'tool-result' },
-    el('summary', {}, 'Result', end.truncated ? ' (truncated)' : ''),
-    el('pre', { 'data-testid': 'tool-result-text' }, prettyText(end.result ?? ''))));
+  const label = ['Result', end.truncated ? ' (truncated)' : ''];
+  const text = el('pre', { 'data-testid': 'tool-result-text' }, prettyText(end.result ?? ''));
+  const details = card.querySelector('[data-testid="tool-details"]');
+  if (!details) {
+    card.append(el('details', { class: 'tool-result', 'data-testid': 'tool-result' },
+      el('summary', {}, ...label), text));
+    return card;
+  }
+  details.append(el('div', { 'data-testid': 'tool-result' },
+    el('div', { class: 'tool-section-label' }, ...label), text));
+  if (status === 'success') {
+    const answer = historyAnswer(card.dataset.toolName, toolArgs.get(card), end.result);
+    details.before(answer || el('p', { class: 'history-note muted small', 'data-testid': 'history-unreadable' },
+      end.truncated
+        ? 'This answer is too long to show here: its start is under Details.'
+        : 'This answer has no list to show: it is under Details.'));
+  }
   return card;
 }
 
