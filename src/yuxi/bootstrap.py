@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from yuxi.db.embedded import EmbeddedPostgres
 from yuxi.db.engine import create_engine, create_session_factory, libpq_url
 from yuxi.db.notifications import Notifications
+from yuxi.limits import TRASH_PURGE_INTERVAL_SECONDS
 from yuxi.observability.metrics import Metrics
 from yuxi.runtime.agent_runtime import AgentRuntime, RunLimits
 from yuxi.services.accounts import AccountService
@@ -118,7 +119,7 @@ async def bootstrap(settings: Settings | None = None, *, migrate: bool = False) 
     runs = RunService(uow, lease_seconds=settings.lease_seconds, metrics=metrics)
     memory_versions = MemoryVersionService(uow, workspaces)
     services = Services(
-        chat=ChatService(uow, workspaces),
+        chat=ChatService(uow, workspaces, trash_days=settings.trash_days),
         memory=memory,
         memory_versions=memory_versions,
         lookback=LookbackService(uow, metrics=metrics),
@@ -219,7 +220,9 @@ async def run_workers(
     notifications: Notifications | None = None,
 ) -> None:
     """A pool of ``count`` workers in this process until ``stop`` is set, woken by the
-    process's listener (``notifications``; one is opened here when none is given)."""
+    process's listener (``notifications``; one is opened here when none is given), and the
+    trash's purge job beside it (``yuxi.runtime.trash_purge``)."""
+    from yuxi.runtime.trash_purge import purge_trash_periodically
     from yuxi.runtime.worker import run_pool  # the agent stack loads only where runs execute
 
     async with contextlib.AsyncExitStack() as stack:
@@ -230,9 +233,19 @@ async def run_workers(
             build_worker(container, runtime, name=f"worker-{i}", notifications=notifications)
             for i in range(count)
         ]
-        await run_pool(
-            workers,
-            stop,
-            notifications=notifications,
-            poll_seconds=container.settings.poll_seconds,
+        purge = asyncio.create_task(
+            purge_trash_periodically(
+                container.services.chat.trash, stop, interval=TRASH_PURGE_INTERVAL_SECONDS
+            )
         )
+        try:
+            await run_pool(
+                workers,
+                stop,
+                notifications=notifications,
+                poll_seconds=container.settings.poll_seconds,
+            )
+        finally:  # the pool is done (stopped or failed): so is its purge job
+            purge.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await purge

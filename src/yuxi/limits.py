@@ -181,3 +181,17 @@ ACCOUNT_EXPORT_CHUNK_BYTES = 64 * KIB
 #: A workspace file larger than this is listed in the export's manifest, not copied (nothing the
 #: product writes is larger: the file API and the file tools stop at 1 MiB).
 ACCOUNT_EXPORT_FILE_MAX_BYTES = FILE_API_MAX_BYTES
+
+# -- the trash (deleted threads) ------------------------------------------------------------------
+#: Days a deleted thread stays restorable before it is purged whole (default of
+#: ``YUXI_TRASH_DAYS``; 0 = purged at once).
+TRASH_DAYS = 30
+#: The longest ``YUXI_TRASH_DAYS`` accepted (ten years).
+TRASH_DAYS_MAX = 3650
+#: Threads purged per transaction: the purge job's batch (a thread goes with its SubAgent
+#: threads, messages, tool calls, runs, events and checkpoints).
+TRASH_PURGE_BATCH_THREADS = 20
+#: How often the worker pool's purge job looks for threads whose time in the trash is over.
+TRASH_PURGE_INTERVAL_SECONDS = 60.0
+#: Threads the trash view lists at most (newest deletion first).
+TRASH_LIST_MAX_THREADS = 200

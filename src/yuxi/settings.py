@@ -24,6 +24,8 @@ from yuxi.limits import (
     RUN_MODEL_CALL_LIMIT,
     RUN_TIMEOUT_SECONDS,
     RUN_TOOL_CALL_LIMIT,
+    TRASH_DAYS,
+    TRASH_DAYS_MAX,
 )
 from yuxi.observability.logs import LogFormat
 
@@ -74,6 +76,9 @@ class Settings(BaseSettings):
     memory_writes_per_run: int = Field(default=MEMORY_WRITES_PER_RUN, ge=0, le=1000)
     #: UTF-8 bytes of added memory text one run may write.
     memory_bytes_per_run: int = Field(default=MEMORY_BYTES_PER_RUN, ge=0, le=1024 * 1024)
+    #: Days a deleted thread stays in the trash, restorable, before the worker pool's purge job
+    #: removes it whole (0 = at once: the deletion purges it when no run of it is still live).
+    trash_days: int = Field(default=TRASH_DAYS, ge=0, le=TRASH_DAYS_MAX)
     #: ``json``: one JSON object per log line, with the run's ids on a run's lines.
     log_format: LogFormat = "text"
     #: Unset → ``GET /metrics`` does not exist (404). Set → it answers to this Bearer token.

@@ -11,75 +11,20 @@ row and file of the other user is byte-identical to before.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections import Counter
 from typing import Any
 
 import pytest
 
 from tests.support.db_scan import dump_tables, file_hashes, scan_database, scan_files
-from tests.support.factories import make_run, remember, sql
+from tests.support.factories import make_run, remember
+from tests.support.planting import Planted, owned_by, plant
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.errors import InvalidArgument, NotFound, Unauthorized, UnauthorizedRun
 from yuxi.runtime.worker import Worker
 from yuxi.services.accounts import AccountService
 from yuxi.services.runs.service import LeaseLost
 from yuxi.workspace import workspace_dirname
-
-
-class Planted:
-    def __init__(self, uid: str, token: str, marker: str) -> None:
-        self.uid = uid
-        self.token = token
-        self.marker = marker
-        self.threads: list[str] = []
-
-    @property
-    def needles(self) -> list[str]:
-        """What must not remain: the markers, the uid, and any stretch of it the workspace's
-        directory name carries."""
-        return [self.marker, self.uid, self.uid[2:], self.uid[:14], workspace_dirname(self.uid)]
-
-
-async def _run(c: Container, worker: Worker, p: Planted, thread: str, text: str) -> Any:
-    run, _ = await c.services.chat.submit(p.uid, thread, text)
-    assert await worker.run_once()
-    return await c.services.chat.get_run(p.uid, run.id)
-
-
-async def plant(c: Container, worker: Worker, role: str) -> Planted:
-    """A user with a marker in everything they can write."""
-    marker = f"qzx{role}{uuid.uuid4().hex[:10]}"
-    created = await c.services.users.create_user(f"{role} {marker}name")
-    p = Planted(created.uid, created.token, marker)
-    users, chat = c.services.users, c.services.chat
-    await users.set_memory_enabled(p.uid, True)
-    await users.issue_login_code(p.uid)
-    await users.create_token(p.uid, label=f"{marker}label")
-
-    thread = (await chat.create_thread(p.uid, title=f"{marker}title")).thread_id
-    p.threads.append(thread)
-    done = await _run(c, worker, p, thread, f"remember: I drink {marker}tea every day")
-    assert done.status == "completed", done.error_message
-    await sql(
-        c, "UPDATE agent_runs SET error_message = :m WHERE id = :id", m=f"{marker}err", id=done.id
-    )
-
-    asked = await _run(c, worker, p, thread, f"write file notes/{marker}.md: {marker}file")
-    assert asked.status == "interrupted", asked.error_message
-    resume, _ = await chat.resume(p.uid, asked.id, "approve")
-    assert await worker.run_once()
-    assert (await chat.get_run(p.uid, resume.id)).status == "completed"
-
-    delegated = await _run(c, worker, p, thread, f"delegate: summarize {marker}task")
-    assert delegated.status == "completed", delegated.error_message
-
-    other = (await chat.create_thread(p.uid)).thread_id
-    p.threads.append(other)
-    await c.services.files.write_file(
-        p.uid, f"docs/{marker}.txt", f"{marker}doc 笔记".encode(), if_none_match="*"
-    )
-    return p
 
 
 def _ids(url: str, p: Planted) -> dict[str, set[Any]]:
@@ -97,26 +42,6 @@ def _ids(url: str, p: Planted) -> dict[str, set[Any]]:
         "message_id": column("messages", "id", "conversation_id", conversations),
         "conversation_id": conversations,
     }
-
-
-_ATTRIBUTION = {
-    "uid": "uid",
-    "thread_id": "thread_id",
-    "conversation_thread_id": "thread_id",
-    "run_id": "run_id",
-    "created_by_run_id": "run_id",
-    "message_id": "message_id",
-    "conversation_id": "conversation_id",
-    "parent_conversation_id": "conversation_id",
-    "child_conversation_id": "conversation_id",
-}
-_OWN_ID = {"conversations": "conversation_id", "messages": "message_id", "agent_runs": "run_id"}
-
-
-def _owned_by(table: str, row: dict[str, Any], ids: dict[str, set[Any]]) -> bool:
-    if table in _OWN_ID and row.get("id") in ids[_OWN_ID[table]]:
-        return True
-    return any(row.get(key) in ids[kind] for key, kind in _ATTRIBUTION.items() if key in row)
 
 
 @pytest.fixture
@@ -182,8 +107,8 @@ async def test_deleting_an_account_leaves_nothing_of_it_and_the_other_user_untou
         removed = Counter(text for text, _ in rows) - kept
         for text, row in rows:
             if removed[text]:
-                assert _owned_by(table, row, ids), f"{table}: removed a row not theirs: {text}"
-            if _owned_by(table, row, keeper_ids):
+                assert owned_by(table, row, ids), f"{table}: removed a row not theirs: {text}"
+            if owned_by(table, row, keeper_ids):
                 assert kept[text], f"{table}: the other user's row is gone: {text}"
     files_after = file_hashes(data_dir)
     gone = files_before.keys() - files_after.keys()

@@ -23,6 +23,7 @@ from yuxi.api import (
     routes_runs,
     routes_session,
     routes_threads,
+    routes_trash,
 )
 from yuxi.api.bodies import BodyLimitMiddleware
 from yuxi.api.errors import error_body, install_error_handlers
@@ -141,6 +142,7 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
         routes_session,
         routes_me,
         routes_threads,
+        routes_trash,
         routes_runs,
         routes_files,
         routes_memory,

@@ -3,7 +3,7 @@
 One module per command group; importing this package registers them all on :data:`app`.
 """
 
-from yuxi.cli import accounts, backup, bench, db, evaluate, memory, serve, users
+from yuxi.cli import accounts, backup, bench, db, evaluate, memory, serve, threads, users
 from yuxi.cli._app import app
 from yuxi.cli.serve import DEMO_UID, demo_banner
 
@@ -18,5 +18,6 @@ __all__ = [
     "evaluate",
     "memory",
     "serve",
+    "threads",
     "users",
 ]

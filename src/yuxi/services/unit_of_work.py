@@ -39,6 +39,7 @@ from yuxi.repositories.runs.run_event_repository import RunEventRepository
 from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
 from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.repositories.token_repository import TokenRepository
+from yuxi.repositories.trash_repository import TrashRepository
 from yuxi.repositories.user_repository import UserRepository
 
 __all__ = ["UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
@@ -61,6 +62,7 @@ class UnitOfWork:
     health: HealthRepository
     backup: BackupRepository
     accounts: AccountRepository
+    trash: TrashRepository
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
@@ -82,6 +84,7 @@ class UnitOfWork:
         self.health = HealthRepository(session)
         self.backup = BackupRepository(session)
         self.accounts = AccountRepository(session)
+        self.trash = TrashRepository(session)
         return self
 
     async def __aexit__(

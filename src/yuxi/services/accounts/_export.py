@@ -50,7 +50,11 @@ def json_document(value: Any) -> bytes:
 
 
 def thread_record(conversation: Conversation) -> dict[str, Any]:
-    return {"thread": dataclasses.asdict(thread_summary(conversation))}
+    """The thread as the API shows it, plus ``deleted_at``: a thread in the trash (status
+    ``deleted``, still restorable) is exported like any other; a purged one is gone."""
+    record = dataclasses.asdict(thread_summary(conversation))
+    record["deleted_at"] = conversation.deleted_at
+    return {"thread": record}
 
 
 def _tool_call(call: ToolCall) -> dict[str, Any]:

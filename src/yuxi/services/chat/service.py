@@ -3,7 +3,7 @@
 A chat request becomes a run: the user message and a pending AgentRun, in one transaction.
 Workers (``yuxi.runtime.worker``) claim and execute the runs; this service only accepts work,
 answers questions about it, turns approval decisions into ``resume`` runs, and keeps the user's
-threads (create, list, view, archive, delete).
+threads (create, list, view, archive, delete to the trash).
 
 Reads return ORM rows detached from their (closed) session: the session factory does not expire
 on commit, so their loaded columns stay readable. Only :func:`run_view` shapes a run for callers.
@@ -21,7 +21,10 @@ from yuxi.limits import (
     REQUEST_ID_MAX_CHARS,
     RUN_INPUT_MAX_BYTES,
     TITLE_MAX_CHARS,
+    TRASH_DAYS,
 )
+from yuxi.services.chat._cancel import cancel_in
+from yuxi.services.chat._trash import ThreadTrash, move_to_trash
 from yuxi.services.chat.views import (
     MessageSummary,
     StreamPage,
@@ -34,7 +37,6 @@ from yuxi.services.memory import ThreadForgetView, ThreadMemory, ThreadMemoryVie
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
 from yuxi.vocabulary import (
-    ACTIVE_RUN_STATUSES,
     AGENT_CALL_SOURCES,
     SERVER_REQUEST_ID_PREFIXES,
     SETTLED_RUN_STATUSES,
@@ -111,20 +113,18 @@ async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversatio
     return conversation
 
 
-async def _cancel_in(uow: UnitOfWork, run: AgentRun) -> None:
-    """Cancel ``run`` in ``uow``: a pending run at once, a running one by a cancel request its
-    worker hears (and the memory gate refuses any write it still attempts)."""
-    if run.status == "pending":
-        await uow.runs.cancel_pending(run.id)
-        await uow.events.append(run.id, "run_status", {"status": "cancelled"})
-    elif run.status == "running":
-        await uow.runs.request_cancel(run.uid, run.id)
-
-
 class ChatService:
-    def __init__(self, uow: UnitOfWorkFactory, workspaces: Callable[[str], Workspace]) -> None:
+    def __init__(
+        self,
+        uow: UnitOfWorkFactory,
+        workspaces: Callable[[str], Workspace],
+        *,
+        trash_days: int = TRASH_DAYS,
+    ) -> None:
         self._uow = uow
         self._thread_memory = ThreadMemory(uow, workspaces)
+        #: The deleted threads: listed, restored, purged (``yuxi.services.chat._trash``).
+        self.trash = ThreadTrash(uow, days=trash_days)
 
     # -- threads ------------------------------------------------------------------------------
 
@@ -198,24 +198,26 @@ class ChatService:
     async def delete_thread(
         self, uid: str, thread_id: str, *, forget_memory: bool = False
     ) -> ThreadForgetView | None:
-        """Delete the caller's thread. Without ``forget_memory`` MEMORY.md is left as it is
-        (``None``). With it, the entries the thread wrote (:meth:`thread_memory`) are removed
-        in one ``forget`` version, in the same transaction as the deletion, under the memory
-        locks; the thread's active runs are cancelled with it, so none of them writes memory
-        afterwards (see ``yuxi.services.memory._forget``)."""
-        if not forget_memory:
-            await self._set_thread_status(uid, thread_id, "deleted")
-            return None
+        """Move the caller's thread to the trash (:func:`move_to_trash`: its active runs are
+        cancelled; restorable for ``YUXI_TRASH_DAYS``, then purged whole, see
+        :class:`ThreadTrash`). Without ``forget_memory`` MEMORY.md is left as it is (``None``).
+        With it, the entries the thread wrote (:meth:`thread_memory`) are removed in one
+        ``forget`` version, in the same transaction as the deletion, under the memory locks
+        (see ``yuxi.services.memory._forget``); a restore does not bring them back."""
 
         async def delete(uow: UnitOfWork) -> None:
-            # The row lock first: a message being posted meanwhile (it touches the thread's row)
-            # commits before this goes on, so its run is among those cancelled below.
-            await uow.threads.set_status(uid, thread_id, "deleted")
-            for run in await uow.runs.list_for_thread(uid, thread_id):
-                if run.status in ACTIVE_RUN_STATUSES:
-                    await _cancel_in(uow, run)
+            await move_to_trash(uow, uid, thread_id)
 
-        return await self._thread_memory.delete_and_forget(uid, thread_id, delete)
+        forgotten = None
+        if forget_memory:
+            forgotten = await self._thread_memory.delete_and_forget(uid, thread_id, delete)
+        else:
+            async with self._uow() as uow:
+                await _live_thread(uow, uid, thread_id)
+                await delete(uow)
+                await uow.commit()
+        await self.trash.purge_if_immediate(uid, thread_id)
+        return forgotten
 
     async def thread_memory(self, uid: str, thread_id: str) -> ThreadMemoryView:
         """The entries of MEMORY.md the caller's thread wrote (what a delete would forget)."""
@@ -328,7 +330,7 @@ class ChatService:
             run = await uow.runs.get_owned(uid, run_id)
             if run is None:
                 raise NotFound("run not found")
-            await _cancel_in(uow, run)
+            await cancel_in(uow, run)
             refreshed = await uow.runs.get(run_id)
             assert refreshed is not None
             await uow.commit()
