@@ -127,6 +127,13 @@ class ActiveRunExists(Conflict):
     code = "active_run_exists"
 
 
+class AlreadyDecided(Conflict):
+    """A decision on an interruption that already has the other one: one decision per
+    interruption, and the answer says which and by which run (``details``)."""
+
+    code = "already_decided"
+
+
 class PreconditionRequired(YuxiError):
     """A change that must name the version it replaces (``If-Match``) came without one."""
 

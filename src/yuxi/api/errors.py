@@ -36,6 +36,7 @@ STATUS_BY_CODE = {
     "file_not_found": 404,
     "conflict": 409,
     "active_run_exists": 409,
+    "already_decided": 409,
     "precondition_failed": 412,
     "precondition_required": 428,
     "file_too_large": 413,

@@ -113,6 +113,16 @@ class AgentRunRepository:
         )
         return row.scalar_one_or_none()
 
+    async def get_by_requests(self, uid: str, request_ids: list[str]) -> list[AgentRun]:
+        """The user's runs holding any of ``request_ids`` (the unique ``(uid, request_id)``
+        index answers it), in no particular order."""
+        if not request_ids:
+            return []
+        rows = await self.session.execute(
+            select(AgentRun).where(AgentRun.uid == uid, AgentRun.request_id.in_(request_ids))
+        )
+        return list(rows.scalars())
+
     async def awaiting_approval(self, thread_id: str) -> bool:
         """Whether the thread's latest top-level run is interrupted with no decision yet."""
         latest = (

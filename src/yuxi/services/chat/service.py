@@ -24,6 +24,13 @@ from yuxi.limits import (
     TRASH_DAYS,
 )
 from yuxi.services.chat._cancel import cancel_in
+from yuxi.services.chat._decisions import (
+    DECISIONS,
+    answer_again,
+    decision_of,
+    decision_request_id,
+    decision_views,
+)
 from yuxi.services.chat._trash import ThreadTrash, move_to_trash
 from yuxi.services.chat.views import (
     MessageSummary,
@@ -42,14 +49,6 @@ from yuxi.vocabulary import (
     SETTLED_RUN_STATUSES,
 )
 from yuxi.workspace.filesystem import Workspace
-
-DECISIONS = ("approve", "reject")
-
-
-def decision_request_id(run_id: str) -> str:
-    """The request id of the one decision on the interrupted run ``run_id`` (server-derived:
-    its prefix is reserved, so no client id can take it first)."""
-    return f"resume:{run_id}"
 
 
 def _check_request_id(request_id: object) -> str:
@@ -91,18 +90,6 @@ def auto_title(first_message: str) -> str:
     if len(line) <= AUTO_TITLE_MAX_CHARS:
         return line
     return line[: AUTO_TITLE_MAX_CHARS - 1].rstrip() + "…"
-
-
-def _decision_of(run: AgentRun, interrupted_run_id: str) -> AgentRun:
-    """``run``, if it is a resume run of the interruption ``interrupted_run_id``; a decision
-    never answers any other run. Only a client run stored before its prefix was reserved could
-    hold the id (migration 0010 moves those out of the server's namespace): fail closed."""
-    if run.run_type != "resume" or run.created_by_run_id != interrupted_run_id:
-        raise Conflict(
-            "this interruption's decision id is held by a run that is not its decision; "
-            "it cannot be answered"
-        )
-    return run
 
 
 async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversation:
@@ -155,12 +142,18 @@ class ChatService:
             calls = await uow.tool_calls.list_for_messages(
                 [m.id for m in messages if m.message_type == "tool_call"]
             )
+            # The decisions on the runs shown, by their derived ids (the unique index).
+            shown_runs = sorted({m.run_id for m in messages if m.run_id is not None})
+            decided = await uow.runs.get_by_requests(
+                uid, [decision_request_id(run_id) for run_id in shown_runs]
+            )
         return ThreadDetail(
             **vars(thread_summary(conversation)),
             messages=[
                 MessageSummary.of(m, [ToolCallSummary.of(row) for row in calls.get(m.id, [])])
                 for m in messages
             ],
+            decisions=decision_views(decided),
         )
 
     async def update_thread(
@@ -304,7 +297,8 @@ class ChatService:
             request_id = decision_request_id(run_id)
             existing = await uow.runs.get_by_request(uid, request_id)
             if existing is not None:
-                return _decision_of(existing, run_id), False
+                # The same decision again gets its run; the other one is AlreadyDecided.
+                return answer_again(existing, run_id, decision), False
             if interrupted.status != "interrupted":
                 raise Conflict(f"run is {interrupted.status}, not waiting for approval")
             # Same rule as a new message: only an active thread runs (a deleted one is gone).
@@ -319,11 +313,12 @@ class ChatService:
                 input_payload={"decision": decision},
                 created_by_run_id=run_id,
             )
-            _decision_of(run, run_id)  # a lost race returns the winner: it must be one too
-            if created:
-                await uow.events.append(run.id, "run_status", {"status": "pending"})
+            decision_of(run, run_id)  # a lost race returns the winner: it must be one too
+            if not created:
+                return answer_again(run, run_id, decision), False
+            await uow.events.append(run.id, "run_status", {"status": "pending"})
             await uow.commit()
-        return run, created
+        return run, True
 
     async def cancel(self, uid: str, run_id: str) -> AgentRun:
         async with self._uow() as uow:

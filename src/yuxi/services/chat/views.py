@@ -15,6 +15,7 @@ from yuxi.limits import EVENT_TEXT_BYTES
 from yuxi.utils.string_utils import truncate_utf8
 
 __all__ = [
+    "DecisionView",
     "MemorySnapshotView",
     "MessageSummary",
     "RunErrorView",
@@ -98,11 +99,26 @@ class MessageSummary:
 
 
 @dataclass(frozen=True)
+class DecisionView:
+    """The user's decision on an interrupted run (``run_id``): ``approve`` or ``reject``, the
+    ``resume`` run it started (``decided_by_run_id``) and that run's status. The transcript
+    shows it where the interruption was, after a reload too."""
+
+    run_id: str
+    decision: Literal["approve", "reject"]
+    decided_by_run_id: str
+    status: str
+    decided_at: datetime
+
+
+@dataclass(frozen=True)
 class ThreadDetail(ThreadSummary):
     """A thread and its latest messages, chronological: the owner's view, not the model's
-    (which is the history lookback's)."""
+    (which is the history lookback's). ``decisions``: the approval decisions on the runs of
+    those messages, oldest first."""
 
     messages: list[MessageSummary]
+    decisions: list[DecisionView] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
