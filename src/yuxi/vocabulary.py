@@ -73,6 +73,11 @@ MEMORY_VERSION_KINDS: Final = (
     "import",
 )
 
+#: How an import lands (design.md §10.5): ``replace`` makes the file the imported one;
+#: ``append`` adds the imported entries not already there after the current ones. Both record
+#: one ``import`` version.
+MEMORY_IMPORT_MODES: Final = ("replace", "append")
+
 # -- memory lint (deterministic findings shown to the owner, never to the model) ---------------
 MEMORY_LINT_CODES: Final = (
     "duplicate",

@@ -142,6 +142,7 @@ async def import_memory(
     services: ServicesDep,
     response: Response,
     dry_run: bool = False,
+    mode: Literal["replace", "append"] = "replace",
     if_match: Annotated[str | None, Header()] = None,
 ) -> MemoryImportPreview | MemoryImportResult:
     media_type = request.headers.get("content-type")
@@ -149,7 +150,7 @@ async def import_memory(
     limit = MEMORY_IMPORT_DOCUMENT_MAX_BYTES if json_body else MEMORY_FILE_MAX_BYTES
     body = await read_bounded_body(request, limit, _import_too_large(limit))
     result = await services.memory_versions.import_memory(
-        uid, body, media_type, dry_run=dry_run, if_match=if_match
+        uid, body, media_type, dry_run=dry_run, if_match=if_match, mode=mode
     )
     if isinstance(result, MemoryImportResult):
         response.headers["ETag"] = result.etag

@@ -42,6 +42,7 @@ from yuxi.errors import (
 )
 from yuxi.limits import MEMORY_FILE_MAX_BYTES
 from yuxi.services.memory._entries import split_entries
+from yuxi.services.memory._import_modes import plan_import
 from yuxi.services.memory._lint import lint_memory
 from yuxi.services.memory._provenance import unified_diff
 from yuxi.services.memory._versions import sha256_hex
@@ -126,7 +127,9 @@ class ImportEntryView:
 @dataclass(frozen=True)
 class MemoryImportPreview:
     """A dry run: what the file would be. ``etag`` is the current file's, the one the diff is
-    against: send it as ``If-Match`` to apply exactly this preview."""
+    against: send it as ``If-Match`` to apply exactly this preview. ``mode``: ``replace`` or
+    ``append``; ``current_entries`` (N) the file has now, ``imported_entries`` (M) the imported
+    file has, ``new_entries`` of those not in the file already (what an append adds)."""
 
     dry_run: bool
     changed: bool
@@ -136,6 +139,10 @@ class MemoryImportPreview:
     entries: list[ImportEntryView]
     diff: str
     lint: list[LintFindingView]
+    mode: str
+    current_entries: int
+    imported_entries: int
+    new_entries: int
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,7 @@ class MemoryImportResult:
     etag: str
     size: int
     lint: list[LintFindingView]
+    mode: str
 
 
 def _check_memory_bytes(data: bytes) -> bytes:
@@ -222,7 +230,9 @@ def _lint_views(text: str) -> list[LintFindingView]:
     ]
 
 
-def _preview(current: bytes, data: bytes) -> MemoryImportPreview:
+def _preview(current: bytes, imported: bytes, mode: str) -> MemoryImportPreview:
+    plan = plan_import(current, imported, mode)
+    data = plan.data
     text = data.decode("utf-8")
     entries = split_entries(text)
     return MemoryImportPreview(
@@ -242,6 +252,10 @@ def _preview(current: bytes, data: bytes) -> MemoryImportPreview:
             after_label=f"{_LABEL}@import",
         ),
         lint=[LintFindingView(f.code, f.entry_index, f.message) for f in lint_memory(entries)],
+        mode=mode,
+        current_entries=plan.current_entries,
+        imported_entries=plan.imported_entries,
+        new_entries=plan.new_entries,
     )
 
 
@@ -315,13 +329,17 @@ class MemoryTransfer:
             data = b""
         return data, etag_for(data)
 
-    async def preview(self, uid: str, data: bytes) -> MemoryImportPreview:
-        """What importing ``data`` (checked by :func:`parse_import`) would do; writes nothing."""
+    async def preview(self, uid: str, data: bytes, *, mode: str = "replace") -> MemoryImportPreview:
+        """What importing ``data`` (checked by :func:`parse_import`) in ``mode`` would do;
+        writes nothing."""
         current, _ = await self.read(uid)
-        return await asyncio.to_thread(_preview, current, data)
+        return await asyncio.to_thread(_preview, current, data, mode)
 
-    async def apply(self, uid: str, data: bytes, *, if_match: str | None) -> MemoryImportResult:
-        """Make ``data`` (checked by :func:`parse_import`) the file, as one ``import`` version."""
+    async def apply(
+        self, uid: str, imported: bytes, *, if_match: str | None, mode: str = "replace"
+    ) -> MemoryImportResult:
+        """Import ``imported`` (checked by :func:`parse_import`) in ``mode`` (the file becomes it,
+        or its new entries follow the current ones), as one ``import`` version."""
         if if_match is None or not if_match.strip():
             raise PreconditionRequired(
                 "importing memory needs If-Match with the current ETag of MEMORY.md "
@@ -331,6 +349,9 @@ class MemoryTransfer:
         async with self._access.for_user(uid) as locked:
             if not if_match_allows(if_match, locked.current.etag):
                 raise PreconditionFailed(_STALE)
+            # The If-Match above makes this the file the preview planned against.
+            plan = await asyncio.to_thread(plan_import, locked.current.data, imported, mode)
+            data = plan.data
             if data != locked.current.data or locked.current.truncated:
                 version = await locked.publish(data, actor="user", kind="import")
         lint = await asyncio.to_thread(_lint_views, data.decode("utf-8"))
@@ -340,4 +361,5 @@ class MemoryTransfer:
             etag=etag_for(data),
             size=len(data),
             lint=lint,
+            mode=mode,
         )

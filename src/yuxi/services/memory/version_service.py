@@ -31,6 +31,7 @@ from yuxi.errors import (
 )
 from yuxi.limits import MEMORY_FILE_MAX_BYTES, MEMORY_PROMPT_MAX_BYTES
 from yuxi.services.memory._entries import MemoryEntry, split_entries
+from yuxi.services.memory._import_modes import check_import_mode
 from yuxi.services.memory._lint import LintFinding, lint_memory
 from yuxi.services.memory._provenance import entry_sources, unified_diff
 from yuxi.services.memory._transfer import (
@@ -202,14 +203,17 @@ class MemoryVersionService:
         *,
         dry_run: bool,
         if_match: str | None,
+        mode: object = "replace",
     ) -> MemoryImportPreview | MemoryImportResult:
         """Import Markdown or an export document as untrusted input: checked before anything
         is locked; a dry run writes nothing; an apply needs ``If-Match`` and records one
-        ``user`` / ``import`` version."""
+        ``user`` / ``import`` version. ``mode``: ``replace`` the file, or ``append`` the
+        imported entries it does not have yet."""
+        how = check_import_mode(mode)
         data = await asyncio.to_thread(parse_import, body, media_type)
         if dry_run:
-            return await self._transfer.preview(uid, data)
-        return await self._transfer.apply(uid, data, if_match=if_match)
+            return await self._transfer.preview(uid, data, mode=how)
+        return await self._transfer.apply(uid, data, if_match=if_match, mode=how)
 
     @staticmethod
     async def _owned(uow: UnitOfWork, uid: str, version_id: str) -> MemoryVersion:
