@@ -49,7 +49,7 @@ async def test_import_previews_the_diff_and_findings_before_apply(
     await pick(page, "notes.md", imported.encode())
     await expect(preview).to_have_attribute("data-ready", "true")
     await expect(page.get_by_test_id("memory-import-summary")).to_contain_text(
-        "“notes.md”: 3 entries"
+        "“notes.md” replaces your 1 entry with its 3 entries"
     )
     diff = page.get_by_test_id("memory-import-diff-lines")
     await expect(diff.locator('[data-diff="add"]')).to_have_text(
@@ -73,7 +73,7 @@ async def test_import_previews_the_diff_and_findings_before_apply(
     await pick(page, "notes.md", imported.encode())
     await expect(preview).to_have_attribute("data-ready", "true")
     await page.get_by_test_id("memory-import-apply").click()
-    await expect(status).to_contain_text("Imported “notes.md”")
+    await expect(status).to_contain_text("Replaced your memory with “notes.md”")
     await expect(preview).to_be_hidden()
     await expect(entry_texts(page)).to_have_text(["- 旧的事实", "- 新的事实", f"- key {SECRET}"])
     sources = page.locator(
@@ -129,7 +129,7 @@ async def test_an_import_never_lands_on_a_memory_changed_since_its_preview(
     assert await memory_text(api) == "- 我的旧记忆\n- 刚刚写的\n"
 
     await page.get_by_test_id("memory-import-apply").click()
-    await expect(status).to_contain_text("Imported “memory-export.json”")
+    await expect(status).to_contain_text("Replaced your memory with “memory-export.json”")
     assert await memory_text(api) == await memory_text(other)
     await api.aclose()
     await other.aclose()

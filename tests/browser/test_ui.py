@@ -223,7 +223,9 @@ async def test_approval_card_approve_and_reject(
     await wait_idle(page)
     # once the resumed run has finished, the card says so (not "resuming" forever)
     await expect(card).to_have_attribute("data-outcome", "completed")
-    await expect(card.get_by_test_id("approval-status")).to_have_text("Approved — done.")
+    await expect(card.get_by_test_id("approval-status")).to_have_text(
+        "Approved — the file was written."
+    )
     await expect(card).not_to_contain_text("resuming")
     await expect(page.get_by_test_id("send")).to_be_enabled()
     got = await api.get("/api/v1/workspace/files/notes/a.md")
@@ -237,7 +239,14 @@ async def test_approval_card_approve_and_reject(
     await expect(tool_event(page, "write_workspace_file")).to_have_attribute(
         "data-status", "success"
     )
-    await expect(page.get_by_test_id("approval-card")).to_have_count(0)
+    # the decision stays in the transcript (the thread view's decisions), not a pending card
+    decided = page.get_by_test_id("approval-card")
+    await expect(decided).to_have_count(1)
+    await expect(decided).to_have_attribute("data-state", "approved")
+    await expect(decided.get_by_test_id("approval-status")).to_have_text(
+        "Approved — the file was written."
+    )
+    await expect(decided.get_by_test_id("approve")).to_have_count(0)
     await ui.shot("reloaded")
 
     # reject: nothing is written
@@ -251,7 +260,9 @@ async def test_approval_card_approve_and_reject(
     await expect(rejected).to_have_count(1)
     await wait_idle(page)
     await expect(rejected).to_have_attribute("data-outcome", "completed")
-    await expect(rejected.get_by_test_id("approval-status")).to_have_text("Rejected — done.")
+    await expect(rejected.get_by_test_id("approval-status")).to_have_text(
+        "Rejected — the file was not written."
+    )
     cards = tool_event(page, "write_workspace_file")
     await expect(cards).to_have_count(2)
     await expect(cards.nth(1)).not_to_have_attribute("data-status", "pending")

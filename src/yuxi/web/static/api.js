@@ -4,10 +4,12 @@ import { state } from './state.js';
 import { API, TOKEN_KEY } from './vocabulary.js';
 
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  /** `details`: the error body's other fields (e.g. what an `already_decided` decided). */
+  constructor(status, code, message, details = {}) {
     super(message || code || `HTTP ${status}`);
     this.status = status;
     this.code = code;
+    this.details = details;
   }
 }
 
@@ -42,16 +44,19 @@ export function threadPath(threadId, tail = '') {
 export async function errorFrom(resp) {
   let code = `http_${resp.status}`;
   let message = `${resp.status} ${resp.statusText}`.trim();
+  let details = {};
   try {
     const body = await resp.json();
     if (body?.error) {
-      code = body.error.code || code;
-      message = body.error.message || message;
+      const { code: c, message: m, ...rest } = body.error;
+      code = c || code;
+      message = m || message;
+      details = rest;
     }
   } catch {
     // not JSON
   }
-  return new ApiError(resp.status, code, message);
+  return new ApiError(resp.status, code, message, details);
 }
 
 export function describe(err) {

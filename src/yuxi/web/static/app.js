@@ -15,7 +15,8 @@
 // token or a login link's code / sign-out) · account (the Account dialog: export the account as
 // a zip, delete it after typing its name) · history_cards (the history tools' cards as answers)
 // · thread_link (links that open a thread in the app) · marks (the query's words marked) ·
-// when (times in words).
+// when (times in words) · sync (catching up with other tabs and sessions when the page is
+// looked at again).
 
 import {
   cancelDelete, closeAccount, onDeleteInput, onDeleteSubmit, onExport, openAccount, openDelete,
@@ -41,7 +42,7 @@ import {
   toggleMemoryPanel, wireMemoryPanel,
 } from './memory_panel.js';
 import {
-  onImportApply, onImportCancel, onImportClick, onImportFilePicked,
+  onImportApply, onImportCancel, onImportClick, onImportFilePicked, onImportModeChange,
 } from './memory_import.js';
 import { onStatusUndo } from './memory_store.js';
 import { followRun, onCancelRun, wireRuns } from './run.js';
@@ -51,6 +52,7 @@ import {
 import { SseParser } from './sse.js';
 import { refreshStartHint } from './start_hint.js';
 import { subscribe } from './state.js';
+import { noteOpenThread, refreshOnReturn } from './sync.js';
 import { commitRename, onRecallToggle, onRenameKey, startRename } from './thread_settings.js';
 import { onCopyThreadId, renderThreads, wireThreadList } from './thread_list.js';
 import { wireThreadLinks } from './thread_link.js';
@@ -76,6 +78,7 @@ function wireModules() {
     if (!s.token) { resetFilesPanel(); setDrawer(false); resetAccount(); clearNotice(); }
   });
   subscribe(['enableMemory'], refreshStartHint);
+  subscribe(['threadId'], noteOpenThread);
   // 'threads': the open thread's status (an archived thread takes no messages)
   subscribe(['token', 'threadId', 'threads', 'follow', 'awaiting'], updateComposer);
   subscribe(['enableMemory'], renderMemorySwitch);
@@ -107,6 +110,9 @@ function wireDom() {
   $('restore-thread').addEventListener('click', () => onRestore());
   $('archived-toggle').addEventListener('click', onArchivedToggle);
   $('copy-thread-id').addEventListener('click', onCopyThreadId);
+  // another tab or session may have changed what this page shows (sync.js says why on return)
+  document.addEventListener('visibilitychange', refreshOnReturn);
+  window.addEventListener('focus', refreshOnReturn);
   $('threads-toggle').addEventListener('click', toggleDrawer);
   $('drawer-close').addEventListener('click', () => setDrawer(false));
   $('files-panel-button').addEventListener('click', toggleFilesPanel);
@@ -143,6 +149,7 @@ function wireDom() {
   $('memory-import-file').addEventListener('change', onImportFilePicked);
   $('memory-import-apply').addEventListener('click', onImportApply);
   $('memory-import-cancel').addEventListener('click', onImportCancel);
+  $('memory-import-mode').addEventListener('change', onImportModeChange);
   $('memory-text').addEventListener('input', onRawInput);
   $('memory-status-undo').addEventListener('click', onStatusUndo);
   $('memory-conflict-mine-keep').addEventListener('click', onConflictKeepMine);

@@ -5,6 +5,7 @@ import { showError } from './banner.js';
 import { $, el, pretty } from './dom.js';
 import { clearAwaiting, setAwaiting } from './state.js';
 import { appendToTranscript, scrollToBottom } from './transcript.js';
+import { ACTIVE } from './vocabulary.js';
 
 let hooks = { followRun: () => {}, reloadThread: () => {} };
 
@@ -131,36 +132,116 @@ async function decide(card, runId, decision) {
   const status = card.querySelector('[data-testid="approval-status"]');
   for (const b of buttons) b.disabled = true;
   status.textContent = decision === 'approve' ? 'Approving…' : 'Rejecting…';
-  let run;
+  let decidedBy;
+  let elsewhere = false;
   try {
-    run = await api('POST', runPath(runId, '/resume'), { json: { decision } });
+    decidedBy = (await api('POST', runPath(runId, '/resume'), { json: { decision } })).run_id;
   } catch (err) {
-    for (const b of buttons) b.disabled = false;
-    status.textContent = '';
-    showError(`Could not send your decision: ${describe(err)}`);
-    if (err instanceof ApiError && err.status === 409) hooks.reloadThread();
-    return;
+    if (err instanceof ApiError && err.code === 'already_decided' && err.details?.decided_by_run_id) {
+      // Another tab or session decided first: the server's decision is the truth, not ours.
+      decision = err.details.decision;
+      decidedBy = err.details.decided_by_run_id;
+      elsewhere = true;
+    } else {
+      for (const b of buttons) b.disabled = false;
+      status.textContent = '';
+      showError(`Could not send your decision: ${describe(err)}`);
+      if (err instanceof ApiError && err.status === 409) hooks.reloadThread();
+      return;
+    }
   }
-  const word = decision === 'approve' ? 'Approved' : 'Rejected';
-  card.dataset.state = decision === 'approve' ? 'approved' : 'rejected';
-  card.dataset.outcome = 'running';
-  card.querySelector('.approval-title').textContent = word;
-  card.querySelector('.approval-buttons').remove();
-  status.textContent = `${word} — the run goes on…`;
+  card.querySelector('.approval-buttons')?.remove();
+  markDecided(card, decision, elsewhere);
   clearAwaiting(runId);
-  hooks.followRun(run.run_id, { onSettled: (outcome) => settleCard(card, word, outcome) });
+  hooks.followRun(decidedBy, { onSettled: (outcome) => settleCard(card, outcome) });
 }
 
-/** What the card says once the run resumed by the decision has ended. */
-const OUTCOME_TEXT = {
-  completed: 'done.',
-  failed: 'the run failed (see below).',
-  cancelled: 'the run was stopped.',
-  interrupted: 'another action needs your approval below.',
+/** Words of a decision: the card's title, and how its status line starts. */
+function decisionWords(decision, elsewhere) {
+  const word = decision === 'approve' ? 'Approved' : 'Rejected';
+  if (!elsewhere) return { title: word, lead: word };
+  return {
+    title: `Already ${word.toLowerCase()}`,
+    lead: `Already ${word.toLowerCase()} in another tab or session`,
+  };
+}
+
+/** Turn `card` into a decided one: `decision` taken here, or `elsewhere` (another tab). */
+function markDecided(card, decision, elsewhere) {
+  const { title, lead } = decisionWords(decision, elsewhere);
+  card.dataset.state = decision === 'approve' ? 'approved' : 'rejected';
+  card.dataset.decidedElsewhere = elsewhere ? 'true' : 'false';
+  card.dataset.outcome = 'running';
+  card.dataset.lead = lead;
+  card.querySelector('.approval-title').textContent = title;
+  card.querySelector('[data-testid="approval-status"]').textContent = `${lead} — the run goes on…`;
+}
+
+/** What approving did, by tool, once its run completed; and what rejecting left undone. */
+const DONE_TEXT = {
+  remember_memory: 'saved to your memory.',
+  write_workspace_file: 'the file was written.',
+  edit_workspace_file: 'the file was changed.',
+};
+const NOT_DONE_TEXT = {
+  remember_memory: 'nothing was saved to your memory.',
+  write_workspace_file: 'the file was not written.',
+  edit_workspace_file: 'the file was not changed.',
 };
 
-function settleCard(card, word, outcome) {
+/** The open transcript's cards of the calls the interruption `runId` asked about. */
+function heldCards(runId) {
+  return [...$('transcript').querySelectorAll('[data-testid="tool-event"]')].filter(
+    (c) => c.dataset.runId === runId && c.dataset.toolName in DONE_TEXT);
+}
+
+/**
+ * What the card says once the run its decision started has ended: read from the tool cards
+ * above it (the server's results), so an approval says "the file was written" only when it was.
+ */
+function outcomeText(runId, decision, outcome) {
+  if (outcome === 'failed') return 'the run failed (see below).';
+  if (outcome === 'cancelled') return 'the run was stopped.';
+  const cards = heldCards(runId);
+  const name = cards.length ? cards[cards.length - 1].dataset.toolName : '';
+  if (decision === 'reject') return NOT_DONE_TEXT[name] || 'the action was not run.';
+  if (cards.some((c) => c.dataset.status === 'error')) return 'it failed (see the tool card above).';
+  if (outcome === 'interrupted') return 'another action needs your approval below.';
+  if (outcome === 'completed') return DONE_TEXT[name] || 'done.';
+  return `the run ended (${outcome}).`;
+}
+
+function settleCard(card, outcome) {
   card.dataset.outcome = outcome;
+  const decision = card.dataset.state === 'approved' ? 'approve' : 'reject';
   card.querySelector('[data-testid="approval-status"]').textContent =
-    `${word} — ${OUTCOME_TEXT[outcome] || `the run ended (${outcome}).`}`;
+    `${card.dataset.lead} — ${outcomeText(card.dataset.runId, decision, outcome)}`;
+}
+
+/**
+ * A decision from the thread's stored history (`{run_id, decision, decided_by_run_id, status}`,
+ * the thread view's `decisions`): a decided card after the interrupted run, so a reload still
+ * shows what the user decided. Returns the card, and `follow(runId)` options that keep it true
+ * while its run is still live.
+ */
+export function decidedCard(d) {
+  const status = el('p', { class: 'approval-status muted small', 'data-testid': 'approval-status' });
+  const card = el('div', {
+    class: 'approval-card decided',
+    'data-testid': 'approval-card',
+    'data-run-id': d.run_id,
+    'data-decided-by': d.decided_by_run_id,
+    'data-state': 'pending',
+    role: 'group',
+    'aria-label': 'Your decision',
+  }, el('div', { class: 'approval-title' }), status);
+  markDecided(card, d.decision, false);
+  return card;
+}
+
+/** A stored decision's card, once placed: its outcome now, or when its live run settles. */
+export function settleDecidedCard(card, status) {
+  if (ACTIVE.has(status)) return { onSettled: (outcome) => settleCard(card, outcome) };
+  settleCard(card, status);
+  return null;
 }

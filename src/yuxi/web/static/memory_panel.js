@@ -8,7 +8,7 @@ import { confirmDialog } from './dialog.js';
 import { $ } from './dom.js';
 import { dropEntryDraft, hasEntryDraft, highlightEntry } from './memory_entries.js';
 import { discardDraft, hideConflict } from './memory_editor.js';
-import { resetImport } from './memory_import.js';
+import { forgetImportReceipt, resetImport, showImportReceipt } from './memory_import.js';
 import { loadVersions, resetVersions } from './memory_versions.js';
 import {
   loadMemory, loadedText, memoryLoadFailed, memoryStatusInPanel, setMemoryStatus,
@@ -117,6 +117,7 @@ export async function openMemoryPanel() {
   memoryStatusInPanel();
   const loaded = await loadMemory();
   if (loaded && !$('memory-status').textContent) setMemoryStatus(loadedText());
+  if (loaded) await showImportReceipt(); // an import's Undo outlives the panel being closed
   return loaded;
 }
 
@@ -170,6 +171,7 @@ export function resetMemoryPanel() {
   dropEntryDraft();
   hideConflict();
   resetImport();
+  forgetImportReceipt();
   updateMemory({ dirty: false, text: '', etag: null, draftEtag: null });
   setMemoryView(null);
   resetVersions();

@@ -6,7 +6,7 @@ import { ApiError, api, describe } from './api.js';
 import { confirmDialog } from './dialog.js';
 import { $, el, formatTime } from './dom.js';
 import {
-  MEMORY_API, diffLines, loadMemory, restoreVersion, setMemoryStatus, versionPath,
+  MEMORY_API, diffLines, loadMemory, restoreVersion, setMemoryStatus, undoVersion, versionPath,
 } from './memory_store.js';
 import { state } from './state.js';
 import { MEMORY_VERSION_ACTOR_TEXT, MEMORY_VERSION_KIND_TEXT } from './vocabulary.js';
@@ -40,6 +40,11 @@ function versionItem(v, isCurrent) {
   const restore = isCurrent ? null : el('button', {
     type: 'button', class: 'small', 'data-testid': 'memory-version-restore',
   }, 'Restore');
+  // The newest change can be undone from here too (the server undoes only while the file is
+  // still that version's result), so an Undo is never lost with a status line.
+  const undo = isCurrent ? el('button', {
+    type: 'button', class: 'small', 'data-testid': 'memory-version-undo',
+  }, 'Undo') : null;
   const detail = el('div', { class: 'version-detail', 'data-testid': 'memory-version-detail', hidden: true });
   const item = el('li', {
     class: 'memory-version',
@@ -58,10 +63,12 @@ function versionItem(v, isCurrent) {
       originLine(v)),
     el('span', { class: 'spacer' }),
     diffButton,
-    restore),
+    restore,
+    undo),
   detail);
   diffButton.addEventListener('click', () => toggleDiff(v, diffButton, detail));
   restore?.addEventListener('click', () => onRestore(v, restore));
+  undo?.addEventListener('click', () => onUndo(v, undo));
   return item;
 }
 
@@ -111,6 +118,29 @@ async function onRestore(v, button) {
   const made = result?.version?.version_id || result?.version_id;
   setMemoryStatus(`Restored the version of ${formatTime(v.created_at)}.`,
     made ? { undo: { versionId: made, label: 'Restore' } } : {});
+}
+
+async function onUndo(v, button) {
+  const ok = await confirmDialog({
+    title: 'Undo this change?',
+    message: `“${describeVersion(v)}” (${formatTime(v.created_at)}) is reverted: MEMORY.md becomes `
+      + 'what it was before it. The undo is recorded too.',
+    confirm: 'Undo',
+  });
+  if (!ok) return;
+  button.disabled = true;
+  try {
+    await undoVersion(v.version_id);
+  } catch (err) {
+    button.disabled = false;
+    setMemoryStatus(err instanceof ApiError && err.status === 409
+      ? 'Not undone: the memory changed since, or what came before is no longer kept. Restore an older version instead.'
+      : `Not undone: ${describe(err)}`);
+    await loadMemory();
+    return;
+  }
+  await loadMemory(); // the versions follow (memory_panel.followMemoryView)
+  setMemoryStatus(`Undone: ${describeVersion(v).toLowerCase()}.`);
 }
 
 /** (Re)load the list of versions into the versions view. */

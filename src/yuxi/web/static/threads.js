@@ -3,7 +3,7 @@
 // included), then its live run, if any, over SSE.
 
 import { api, ApiError, describe, runPath, threadPath } from './api.js';
-import { showApproval } from './approvals.js';
+import { decidedCard, settleDecidedCard, showApproval } from './approvals.js';
 import { showError, showNotice } from './banner.js';
 import { $, el } from './dom.js';
 import { closeDrawer } from './drawer.js';
@@ -156,7 +156,7 @@ export async function selectThread(threadId, loaded = null) {
     return false;
   }
   if (!isCurrentView(gen)) return false;
-  return showHistory(detail.messages || [], gen);
+  return showHistory(detail.messages || [], detail.decisions || [], gen);
 }
 
 /** Reload the open thread (e.g. after a conflict told us our view is stale). */
@@ -166,9 +166,11 @@ export function reloadThread() {
 
 /**
  * Render the stored messages, then deal with the thread's last run: follow it live when it is
- * still active, show its approval card when it is interrupted, its error when it failed.
+ * still active, show its approval card when it is interrupted and undecided, its error when it
+ * failed. Each stored decision shows as a decided card after the run it answered (the server's
+ * record: a reload, or another tab, shows the same).
  */
-async function showHistory(messages, gen) {
+async function showHistory(messages, decisions, gen) {
   const lastRunId = [...messages].reverse().find((m) => m.run_id)?.run_id || null;
   let lastRun = null;
   if (lastRunId) {
@@ -179,24 +181,44 @@ async function showHistory(messages, gen) {
     }
   }
   if (!isCurrentView(gen)) return false;
-  const live = lastRun && ACTIVE.has(lastRun.status) ? lastRun.run_id : null;
+  const decisionOf = new Map(decisions.map((d) => [d.run_id, d]));
+  // Decided, but its resume run has written no message yet: that run is the one to follow.
+  const answered = lastRun?.status === 'interrupted' ? decisionOf.get(lastRun.run_id) : null;
+  let live = lastRun && ACTIVE.has(lastRun.status) ? lastRun.run_id : null;
+  if (answered && ACTIVE.has(answered.status)) live = answered.decided_by_run_id;
   const open = new Set();
   if (lastRun?.status === 'interrupted') open.add(lastRun.run_id);
   if (live && lastRun.created_by_run_id) open.add(lastRun.created_by_run_id);
+  const rejected = new Set(decisions.filter((d) => d.decision === 'reject').map((d) => d.run_id));
 
   const transcript = $('transcript');
-  renderHistory(messages, { live, open, finished: addReceipt });
+  renderHistory(messages, { live, open, rejected, finished: addReceipt });
+  let followLive = {};
+  for (const d of decisions) {
+    const card = placeDecision(d);
+    const follow = card && settleDecidedCard(card, d.decided_by_run_id === live ? 'running' : d.status);
+    if (follow && d.decided_by_run_id === live) followLive = follow;
+  }
   transcript.dataset.ready = 'true';
-  if (lastRun?.status === 'interrupted') {
+  if (lastRun?.status === 'interrupted' && !answered) {
     markPending(lastRun.run_id);
     showApproval(lastRun.run_id, lastRun.output?.interrupt);
   } else if (lastRun?.status === 'failed') {
     transcript.append(runError(lastRun.error));
   }
   scrollToBottom(true);
-  if (live) followRun(live);
+  if (live) followRun(live, followLive);
   markUndoneReceipts();
   return true;
+}
+
+/** A stored decision's card, right after what its interrupted run showed (none: not shown). */
+function placeDecision(d) {
+  const shown = [...$('transcript').children].filter((node) => node.dataset.runId === d.run_id);
+  if (!shown.length) return null;
+  const card = decidedCard(d);
+  shown[shown.length - 1].after(card);
+  return card;
 }
 
 export async function onArchive() {

@@ -120,17 +120,47 @@ function errorText(result) {
 }
 
 /**
+ * What a person reads on the card of a call they rejected. The result the model got (e.g.
+ * "Do not save it again…", which is addressed to the model) stays in the card's Result.
+ */
+const REJECTED_TEXT = {
+  remember_memory: 'You rejected this, so nothing was saved to your memory.',
+  write_workspace_file: 'You rejected this, so the file was not written.',
+  edit_workspace_file: 'You rejected this, so the file was not changed.',
+};
+
+/**
+ * Was the call on `card` (one of the calls an approval holds) rejected by the user? A memory
+ * write's result says so by its code; a file write's run's decision does (a rejected card in the
+ * transcript, or `rejected` from the thread view's decisions).
+ */
+function wasRejected(card, end, rejected) {
+  if (end.status !== 'error' || !(card.dataset.toolName in REJECTED_TEXT)) return false;
+  if (parseJson(end.result)?.code === 'memory_write_rejected') return true;
+  if (card.dataset.toolName === 'remember_memory') return false; // failed for another reason
+  if (rejected) return true;
+  const decided = [...$('transcript').querySelectorAll('[data-testid="approval-card"][data-state="rejected"]')];
+  return decided.some((c) => c.dataset.runId === card.dataset.runId);
+}
+
+/**
  * Show a tool call's outcome on `card`. `end` is {status, result, truncated} as the server
  * reports it (a `tool_end` event or a thread view's tool call): the status is taken as given.
+ * `rejected`: the user rejected this call (known from the thread's decisions).
  */
-export function showToolResult(card, end) {
+export function showToolResult(card, end, { rejected = false } = {}) {
   const status = end.status === 'error' ? 'error' : 'success';
   setToolStatus(card, status);
   for (const old of card.querySelectorAll(
     '[data-testid="tool-error"], [data-testid="tool-result"], [data-testid="history-answer"], [data-testid="history-unreadable"]')) {
     old.remove();
   }
-  if (status === 'error') {
+  if (wasRejected(card, end, rejected)) {
+    card.dataset.rejected = 'true';
+    card.querySelector('[data-testid="tool-status"]').textContent = 'rejected';
+    card.append(el('p', { class: 'tool-rejected', 'data-testid': 'tool-error' },
+      REJECTED_TEXT[card.dataset.toolName]));
+  } else if (status === 'error') {
     card.append(el('p', { class: 'tool-error', 'data-testid': 'tool-error' }, errorText(end.result)));
   }
   const label = ['Result', end.truncated ? ' (truncated)' : ''];
@@ -196,9 +226,12 @@ export function runError(error) {
  * followed over SSE. Tool results are not bubbles of their own: they show in their tool card.
  * A call still pending stays `running` when its run is in `open` (the interrupted run, whose
  * cards `markPending` marks next, or the one a live run resumes) and is `unfinished` otherwise.
- * `finished(card, call)` is told of each call shown with its outcome (write receipts use it).
+ * `finished(card, call)` is told of each call shown with its outcome (write receipts use it);
+ * `rejected` holds the runs whose interruption the user rejected (their failed calls say so).
  */
-export function renderHistory(messages, { live = null, open = new Set(), finished = () => {} } = {}) {
+export function renderHistory(messages, {
+  live = null, open = new Set(), rejected = new Set(), finished = () => {},
+} = {}) {
   const transcript = $('transcript');
   transcript.replaceChildren();
   for (const m of messages) {
@@ -212,7 +245,7 @@ export function renderHistory(messages, { live = null, open = new Set(), finishe
       for (const call of m.tool_calls || []) {
         const card = transcript.appendChild(toolCard(call, m.run_id));
         if (call.status === 'success' || call.status === 'error') {
-          showToolResult(card, call);
+          showToolResult(card, call, { rejected: rejected.has(m.run_id) });
           finished(card, call);
         } else if (!open.has(m.run_id)) setToolStatus(card, 'unfinished');
       }
