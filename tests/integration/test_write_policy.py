@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.factories import make_user, memory_file, set_memory, sha256_of
+from yuxi.agents.models import REJECTED_WRITE_REPLY
 from yuxi.bootstrap import Container
 from yuxi.db.models import AgentRun, RunEvent
 from yuxi.runtime.graph_assembly import assemble_chatbot_graph
@@ -141,7 +142,9 @@ async def test_a_rejected_tainted_write_writes_nothing_and_the_model_is_told(
     assert (payload["code"], payload["reasons"]) == ("memory_write_rejected", ["tainted"])
     assert "nothing was saved" in payload["error"]
     reply = done.output["reply"]  # type: ignore[index]
-    assert reply.splitlines()[-1] == f"I couldn't save that: {payload['error']}"
+    # The reply is for the user: not the error's words to the model (issue 36 §4).
+    assert reply.splitlines()[-1] == REJECTED_WRITE_REPLY
+    assert "Do not save" not in reply
     assert sha256_of(memory_file(container, planted.uid)) == before
     assert planted.marker not in memory_file(container, planted.uid).read_text()
 

@@ -23,6 +23,7 @@ from langgraph.types import Checkpointer, Command
 from tests.support.agent_fakes import CTX, CapturingModel, FakeMemory, SpyWorkspace
 from yuxi.agents.graphs import build_chatbot_graph
 from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL, TAINTED_WRITE_DESCRIPTION
+from yuxi.agents.models import REJECTED_WRITE_REPLY
 from yuxi.services.memory import held_secret_kinds, secret_kinds
 from yuxi.workspace.filesystem import MEMORY_PATH
 
@@ -135,9 +136,7 @@ async def test_a_rejected_secret_writes_nothing_and_the_model_gets_a_structured_
     payload = json.loads(told.text)
     assert (payload["code"], payload["reasons"]) == ("memory_write_rejected", ["secret_like"])
     assert "nothing was saved" in payload["error"] and secret not in told.text
-    assert resumed["messages"][-1].text.splitlines()[-1] == (
-        f"I couldn't save that: {payload['error']}"
-    )
+    assert resumed["messages"][-1].text.splitlines()[-1] == REJECTED_WRITE_REPLY
 
     # The next run on this thread: what its first prompt holds. Memory (the system prompt's
     # memory block) does not carry the secret; the conversation does — the user's own message

@@ -20,7 +20,7 @@ from langchain_core.messages import ToolCall, ToolMessage
 
 from yuxi.agents.models._offline_commands import content_text
 
-__all__ = ["describe_result"]
+__all__ = ["REJECTED_WRITE_REPLY", "describe_result"]
 
 _Describe = Callable[[dict[str, Any], Mapping[str, Any]], str | None]
 
@@ -186,6 +186,11 @@ _DESCRIBE: dict[str, _Describe] = {
 }
 
 
+#: The reply to a memory write the user rejected: words for them, not the error's (which
+#: addresses the model: "Do not save it again…").
+REJECTED_WRITE_REPLY = "All right, I won't save that: you rejected it, so nothing was saved."
+
+
 def _value_text(value: object) -> str:
     if isinstance(value, dict | list):
         return _one_line(json.dumps(value, ensure_ascii=False))
@@ -207,6 +212,9 @@ def describe_result(result: ToolMessage, call: ToolCall) -> str:
     payload = _payload(text)
     if result.status == "error":
         message = _error_text(text, payload)
+        if payload is not None and payload.get("code") == "memory_write_rejected":
+            # The error's text tells the model not to retry; the reply is for the user.
+            return REJECTED_WRITE_REPLY
         if name == "remember_memory":
             return f"I couldn't save that: {message}"
         return f"The {name} call did not succeed: {message}"

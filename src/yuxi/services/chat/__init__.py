@@ -9,6 +9,7 @@ trash's.
 from yuxi.services.chat._trash import PurgeReport, ThreadTrash, TrashedThread, TrashList
 from yuxi.services.chat.service import ChatService, auto_title, check_thread_title
 from yuxi.services.chat.views import (
+    DecisionView,
     MemorySnapshotView,
     MessageSummary,
     RunErrorView,
@@ -23,6 +24,7 @@ from yuxi.services.chat.views import (
 
 __all__ = [
     "ChatService",
+    "DecisionView",
     "MemorySnapshotView",
     "MessageSummary",
     "PurgeReport",

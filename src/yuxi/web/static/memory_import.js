@@ -111,7 +111,7 @@ async function previewFile(name, bytes, type) {
   if (mine !== gen) return;
   pending = { name, bytes, type, preview };
   renderPreview();
-  setMemoryStatus('Review the import above, then Apply or Cancel.');
+  setMemoryStatus('Review the import above, then apply it or cancel.');
 }
 
 export function onImportClick() {
