@@ -4,10 +4,11 @@ PostgreSQL and the offline model, on a desktop (1280x800) and a phone (390x844):
 * a decision made in tab B is what tab A shows when its still-live card is clicked the other
   way: "Already approved in another tab or session — the file was written" (never "Rejected"
   while the file was written), and the reverse; the server kept one decision;
-* the memory switch, a rename, a new message, an archive and a delete made in tab B show in tab
-  A when it is looked at again. Headless Chromium keeps every page visible and focused, so the
-  test fires the ``visibilitychange`` / ``focus`` event the browser fires when a user comes back
-  to a tab; everything after it (the requests, the rendering) is the app's own.
+* the memory switch, a rename, a new message, an approval answered, an archive and a delete made
+  in tab B show in tab A when it is looked at again. Headless Chromium keeps every page visible
+  and focused, so the test fires the ``visibilitychange`` / ``focus`` event the browser fires
+  when a user comes back to a tab; everything after it (the requests, the rendering) is the
+  app's own.
 
 Each tab ends clean: no script error, no console error, no CSP violation.
 """
@@ -193,6 +194,27 @@ async def test_switch_and_thread_state_follow_another_tab(
     await expect(
         page_a.get_by_test_id("message-text").filter(has_text="said in tab B")
     ).to_have_count(1)
+
+    # -- an approval answered in tab B: tab A's waiting card becomes the decision ----------------
+    await send(page_a, "write file notes/back.md: answered elsewhere")
+    waiting = page_a.locator('[data-testid="approval-card"][data-state="pending"]')
+    await expect(waiting).to_be_visible()
+    await page_b.reload()
+    await expect(page_b.get_by_test_id("transcript")).to_have_attribute("data-ready", "true")
+    card_b = page_b.locator('[data-testid="approval-card"][data-state="pending"]')
+    await card_b.get_by_test_id("approve").click()
+    await expect(page_b.get_by_test_id("approval-card").last).to_have_attribute(
+        "data-outcome", "completed"
+    )
+    await expect(waiting).to_be_visible()  # tab A has not looked yet
+    await come_back(page_a)
+    await expect(waiting).to_have_count(0)
+    answered = page_a.locator('[data-testid="approval-card"][data-state="approved"]')
+    await expect(answered.get_by_test_id("approval-status")).to_have_text(
+        "Approved — the file was written."
+    )
+    await expect(page_a.get_by_test_id("send")).to_be_enabled()
+    await shot(page_a, viewport, "answered-in-other-tab")
 
     # -- archived in tab B: tab A leaves it, and says where it went -------------------------------
     assert (await api.post(f"/api/v1/threads/{thread_id}/archive")).status_code == 200

@@ -6,7 +6,8 @@ Public surface:
   and :class:`MemoryVersionService` (versions, diffs, restore and undo);
 * what they return, and the views the API serialises (:mod:`.views`);
 * the pure text rules the services apply, for tests and tools that check them on their own
-  input: entries, edits, lint, provenance and diffs; :func:`held_secret_kinds` (the lint's
+  input: entries, edits, lint, provenance and diffs, what an import makes of the file
+  (:func:`plan_import`); :func:`held_secret_kinds` (the lint's
   :func:`secret_kinds` less its one statistical guess) is also the one definition of a
   secret-shaped memory write (the approval rule in :mod:`yuxi.agents.middlewares.taint`).
 
@@ -20,6 +21,7 @@ from yuxi.services.memory._forget import (
     ThreadMemoryView,
     remove_entries,
 )
+from yuxi.services.memory._import_modes import ImportPlan, check_import_mode, plan_import
 from yuxi.services.memory._lint import LintFinding, lint_memory
 from yuxi.services.memory._lint_patterns import (
     RANDOM_KEY_KIND,
@@ -72,6 +74,7 @@ __all__ = [
     "RANDOM_KEY_KIND",
     "CurrentFile",
     "ImportEntryView",
+    "ImportPlan",
     "LintFinding",
     "LockedMemory",
     "MemoryEntry",
@@ -89,6 +92,7 @@ __all__ = [
     "apply_add",
     "apply_replace",
     "bigrams",
+    "check_import_mode",
     "decode_memory_file",
     "encode_export",
     "encode_result",
@@ -100,6 +104,7 @@ __all__ = [
     "luhn_valid",
     "near_duplicates",
     "parse_import",
+    "plan_import",
     "remove_entries",
     "replace_memory_file",
     "secret_kinds",
