@@ -215,8 +215,8 @@ def test_migrations_run_twice_on_a_new_embedded_cluster_and_build_the_term_index
         assert conn.execute(
             "SELECT 'Ä' ILIKE 'ä', 'Σ' ILIKE 'σ', lower('ÄΣ') = 'äσ'"
         ).fetchone() == (True, True, True)
-        assert conn.execute("SELECT yuxi_search_terms('ÄΣ ＡＢＣ 乌龙茶')").fetchone() == (
-            ["äσ", "abc", "乌龙", "龙茶"],
+        assert conn.execute("SELECT yuxi_search_terms('ÄΣ ＡＢＣ 乌龙茶 Moved')").fetchone() == (
+            ["äσ", "abc", "乌龙", "龙茶", "乌", "龙", "茶", "move"],
         )
 
 

@@ -58,7 +58,7 @@ def test_0008_indexes_existing_messages_and_runs_twice(empty_database_url: str) 
     url = empty_database_url
     upgrade_sync(url, "0007")
     _seed(url)
-    upgrade_sync(url)
+    upgrade_sync(url, "0008")
     indexed, totals = _state(url)
     assert [(content, uid) for content, uid, _ in indexed] == [
         ("I drink Oolong tea", "mig_a"),
@@ -85,7 +85,7 @@ def test_0008_indexes_existing_messages_and_runs_twice(empty_database_url: str) 
             "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (INDEX,)
         )
     command.stamp(alembic_config(url), "0007")
-    upgrade_sync(url)
+    upgrade_sync(url, "0008")
     assert _state(url) == (indexed, totals)
     with psycopg.connect(url) as conn:
         valid = conn.execute(
@@ -94,5 +94,5 @@ def test_0008_indexes_existing_messages_and_runs_twice(empty_database_url: str) 
     assert valid == (True,)
     # Down and up again: the same index from the messages alone.
     downgrade_sync(url, "0007")
-    upgrade_sync(url)
+    upgrade_sync(url, "0008")
     assert _state(url) == (indexed, totals)

@@ -60,9 +60,11 @@ async def search(container: Container, uid: str, query: str, **kw: Any) -> dict[
     return search_response(found)
 
 
-async def terms_of(container: Container, value: str) -> list[str]:
+async def terms_of(container: Container, value: str, *, query: bool = False) -> list[str]:
+    """The terms of ``value`` as a stored message holds them, or (``query``) as a query does."""
+    function = "yuxi_query_terms" if query else "yuxi_search_terms"
     async with tx(container) as s:
-        row = (await s.execute(text("SELECT yuxi_search_terms(:v)"), {"v": value})).scalar_one()
+        row = (await s.execute(text(f"SELECT {function}(:v)"), {"v": value})).scalar_one()
     return list(row)
 
 
@@ -91,22 +93,44 @@ def reference_scores(corpus: dict[int, list[str]], query: list[str]) -> dict[int
 async def test_terms_fold_case_and_width_split_words_and_make_cjk_bigrams(
     container: Container,
 ) -> None:
+    # Latin-script words are Snowball English stems; every word stays a term (no stop words).
     assert await terms_of(container, "I drink Oolong tea, every MORNING!") == [
         "i",
         "drink",
         "oolong",
         "tea",
-        "every",
-        "morning",
+        "everi",
+        "morn",
     ]
-    assert await terms_of(container, "ＡＢＣ full-width ÄÖ ΣΑΣ") == [
+    assert await terms_of(container, "She moved; relocated, living") == [
+        "she",
+        "move",
+        "reloc",
+        "live",
+    ]
+    # Full width folds; a word with a letter of another script, or a digit, is not stemmed.
+    assert await terms_of(container, "ＡＢＣ full-width ÄÖ ΣΑΣ naïve cafés") == [
         "abc",
         "full",
         "width",
         "äö",
         "σασ",
+        "naïv",
+        "café",
     ]
+    # A stored Han run: its bigrams, then its characters; a lone character is itself.
     assert await terms_of(container, "我喜欢喝乌龙茶。茶") == [
+        "我喜",
+        "喜欢",
+        "欢喝",
+        "喝乌",
+        "乌龙",
+        "龙茶",
+        *"我喜欢喝乌龙茶",
+        "茶",
+    ]
+    # A query's run keeps its bigrams only; its lone character stays.
+    assert await terms_of(container, "我喜欢喝乌龙茶。茶", query=True) == [
         "我喜",
         "喜欢",
         "欢喝",
@@ -115,7 +139,7 @@ async def test_terms_fold_case_and_width_split_words_and_make_cjk_bigrams(
         "龙茶",
         "茶",
     ]
-    assert await terms_of(container, "乌龙Oolong茶 カタカナ") == [
+    assert await terms_of(container, "乌龙Oolong茶 カタカナ", query=True) == [
         "乌龙",
         "oolong",
         "茶",
@@ -123,9 +147,54 @@ async def test_terms_fold_case_and_width_split_words_and_make_cjk_bigrams(
         "タカ",
         "カナ",
     ]
-    assert await terms_of(container, "a_b e-mail 42x") == ["a", "b", "e", "mail", "42x"]
+    assert await terms_of(container, "a_b e-mail 42x walked2") == [
+        "a",
+        "b",
+        "e",
+        "mail",
+        "42x",
+        "walked2",
+    ]
     assert await terms_of(container, "x" * 65) == ["x" * 64]
     assert await terms_of(container, "%% -- 😀") == []
+
+
+async def test_a_single_han_character_is_found_inside_a_longer_run(
+    container: Container,
+) -> None:
+    uid = await seed_user(container)
+    _, ids = await new_thread(container, uid, ["我喜欢喝乌龙茶", "今天天气很好", "猫"])
+    tea = await search(container, uid, "茶")
+    assert [i["message_id"] for i in tea["items"]] == [ids[0]]
+    cat = await search(container, uid, "猫")
+    assert [i["message_id"] for i in cat["items"]] == [ids[2]]
+    # A longer query still ranks by bigrams: "龙茶" is held by the first message only.
+    assert [i["message_id"] for i in (await search(container, uid, "龙茶"))["items"]] == [ids[0]]
+    # A phrase of one character finds it inside a run too (terms, then the text itself).
+    quoted = await search(container, uid, '"茶"')
+    assert [i["message_id"] for i in quoted["items"]] == [ids[0]]
+
+
+async def test_stemming_finds_other_forms_and_phrases_keep_exact_words(
+    container: Container,
+) -> None:
+    uid = await seed_user(container)
+    _, ids = await new_thread(
+        container,
+        uid,
+        [
+            "My sister relocated to Porto last spring",
+            "We are relocating the garden shed",
+            "Moving boxes everywhere",
+        ],
+    )
+    found = await search(container, uid, "relocation")
+    assert sorted(i["message_id"] for i in found["items"]) == sorted(ids[:2])
+    assert [i["message_id"] for i in (await search(container, uid, "moved"))["items"]] == [ids[2]]
+    # A quoted phrase matches those exact words only.
+    exact = await search(container, uid, '"relocated to Porto"')
+    assert [i["message_id"] for i in exact["items"]] == [ids[0]]
+    assert (await search(container, uid, '"relocating to Porto"'))["items"] == []
 
 
 # -- scores against the reference ------------------------------------------------------------
@@ -146,7 +215,7 @@ async def test_scores_are_bm25_over_exactly_the_visible_messages(container: Cont
     await new_thread(container, bob, [heavy] * 6)
     corpus = {i: await terms_of(container, c) for i, c in visible.items()}
     for query in ("oolong tea", "sister moved porto spring", "乌龙茶 早上", "garden 花园 paint"):
-        expected = reference_scores(corpus, await terms_of(container, query))
+        expected = reference_scores(corpus, await terms_of(container, query, query=True))
         result = await search(container, alice, query, limit=10)
         best = sorted(expected.items(), key=lambda kv: (-kv[1], -kv[0]))[:10]
         got = [(i["message_id"], i["score"]) for i in result["items"]]
@@ -208,7 +277,7 @@ async def test_a_large_history_with_a_common_term_ranks_the_window_and_every_rar
     contents = {old[0]: "the needle lives here", old[1]: "common filler"}
     contents.update({m: f"common words {i}" for i, m in enumerate(rest)})
     corpus = {i: await terms_of(container, contents[i]) for i in corpus_ids}
-    expected = reference_scores(corpus, ["common", "needle"])
+    expected = reference_scores(corpus, await terms_of(container, "common needle", query=True))
     best = sorted(expected.items(), key=lambda kv: (-kv[1], -kv[0]))[:10]
     assert ids == [i for i, _ in best]
     for item, (_, ref) in zip(result["items"], best, strict=True):

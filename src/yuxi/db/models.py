@@ -216,8 +216,8 @@ class Message(Base):
 
 class MessageSearch(Base):
     """The terms of one searchable message (user/assistant text), written only by the triggers
-    of migration 0008 on ``messages`` (which also defines ``yuxi_search_terms``, the one
-    definition of a term). Read by the history search; never written by the app."""
+    of migration 0008 on ``messages`` through ``yuxi_search_terms`` (migration 0012: the one
+    definition of a term, ``yuxi_terms``). Read by the history search; never written by the app."""
 
     __tablename__ = "message_search"
 

@@ -1,5 +1,5 @@
 """The history search's query and its shown rows: a query's quoted phrases and terms (the
-same ``yuxi_search_terms`` as the stored messages, migration 0008), the thread filter, and
+same rule as the stored messages: ``yuxi_query_terms``, migration 0012), the thread filter, and
 what is read of the ranked messages (the visibility rule applied again). The ranking itself is
 in :mod:`._history_search`.
 """
@@ -64,11 +64,13 @@ def split_phrases(query: str) -> tuple[str, list[str]]:
 @functools.cache
 def _terms() -> Select[*tuple[Any, ...]]:
     texts = func.unnest(_TEXTS).table_valued("value", with_ordinality="ord").render_derived()
-    return select(texts.c.ord, func.yuxi_search_terms(texts.c.value)).order_by(texts.c.ord)
+    return select(texts.c.ord, func.yuxi_query_terms(texts.c.value)).order_by(texts.c.ord)
 
 
 def terms_statement(texts: list[str]) -> Statement:
-    """The terms of each of ``texts`` (in order): ``yuxi_search_terms``, as for messages."""
+    """The terms of each of ``texts`` (in order): ``yuxi_query_terms``, the stored messages'
+    rule less the single characters of a longer Han/kana run (a query's ``乌龙茶`` ranks by its
+    bigrams; a lone ``茶`` is its own term and finds the character inside runs)."""
     return _terms(), {"texts": texts}
 
 

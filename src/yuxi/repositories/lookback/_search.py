@@ -1,8 +1,8 @@
 """The SQL of ``search_thread_messages``: BM25 over the caller's visible messages.
 
-A message's terms are ``message_search.terms`` (migration 0008 defines ``yuxi_search_terms``,
-the one definition of a term, and keeps the table by triggers); a query's terms come from the
-same function (:func:`terms_statement`). The score is Lucene's BM25, the variant ``bm25s``
+A message's terms are ``message_search.terms`` (kept by 0008's triggers; the one definition of
+a term is ``yuxi_terms``, migration 0012: stemmed Latin words, CJK bigrams and characters); a
+query's terms come from the same rule (:func:`._query.terms_statement`). The score is Lucene's BM25, the variant ``bm25s``
 calls ``lucene``::
 
     idf(t)     = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
