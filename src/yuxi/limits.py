@@ -47,6 +47,11 @@ CONTEXT_FILE_MAX_BYTES = 64 * KIB
 SEARCH_QUERY_MAX_CHARS = 256
 SEARCH_MAX_ITEMS = 10
 SEARCH_SNIPPET_BYTES = 512
+#: Each hit carries the visible message before and after it in its thread (often where the
+#: answer is: a question's reply, a statement's follow-up), each at most this many bytes of
+#: its text nearest the hit; read from at most SEARCH_CONTEXT_READ_CHARS characters.
+SEARCH_CONTEXT_BYTES = 256
+SEARCH_CONTEXT_READ_CHARS = 1024
 SEARCH_RESPONSE_BYTES = 16 * KIB
 #: Distinct terms of one query that are searched (the first ones, quoted phrases' first); the
 #: response names the ones left out. A keyword query has a handful; a pasted paragraph would

@@ -29,7 +29,7 @@ from yuxi.limits import (
     TOOLS_MAX_ITEMS,
     TOOLS_TOTAL_BYTES,
 )
-from yuxi.repositories.lookback import LookbackRepository
+from yuxi.repositories.lookback import LookbackRepository, SearchRequest
 from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
 from yuxi.repositories.thread_repository import NOT_VISIBLE, ThreadRepository
 from yuxi.services.lookback import fit_search, read_response, search_response
@@ -46,7 +46,11 @@ def mark(tag: str = "") -> str:
 
 async def search(container: Container, uid: str, query: str, limit: int = 10) -> dict[str, Any]:
     async with tx(container) as s:
-        return search_response(await LookbackRepository(s).search_messages(uid, query, limit))
+        return search_response(
+            await LookbackRepository(s).search_messages(
+                SearchRequest(uid=uid, query=query, limit=limit)
+            )
+        )
 
 
 async def read(
@@ -192,7 +196,8 @@ async def test_no_hidden_place_leaks(container: Container) -> None:
     assert_clean(everything)
     found = await search(container, alice, visible_word)
     assert {i["message_id"] for i in found["items"]} == visible_ids
-    assert set(found["items"][0]) == {
+    # Each hit may carry its neighbours (``before`` / ``after``), never anything else.
+    assert set(found["items"][0]) - {"before", "after"} == {
         "rank",
         "thread_id",
         "title",
@@ -243,8 +248,10 @@ async def test_no_hidden_place_leaks(container: Container) -> None:
                 == missing
             )
     assert await not_visible_message(container, bob, main.thread_id) == missing
+    # A malformed id never reaches the repository: the service refuses it first.
     for bad in ("", "x" * 65, "nul\x00id"):
-        assert await not_visible_message(container, alice, bad) == missing
+        with pytest.raises(InvalidArgument):
+            await container.services.lookback.read_thread_messages(uid=alice, thread_id=bad)
 
 
 async def test_hidden_message_cannot_be_an_anchor(container: Container) -> None:
@@ -258,7 +265,8 @@ async def test_hidden_message_cannot_be_an_anchor(container: Container) -> None:
             conv, role="assistant", content=mark(), message_type="tool_call"
         )
     missing = await not_visible_message(container, alice, uuid.uuid4().hex)
-    for anchor in (tool_msg.id, typed.id, other_ids[0], 10**12, 2**63 - 1, 2**63, 0, -1):
+    # (An anchor outside 1..2**63-1 never reaches the repository: the service refuses it.)
+    for anchor in (tool_msg.id, typed.id, other_ids[0], 10**12, 2**63 - 1):
         assert (
             await not_visible_message(container, alice, conv.thread_id, message_id=anchor)
             == missing
@@ -349,14 +357,15 @@ async def test_search_is_case_insensitive(container: Container) -> None:
         ],
     )
     result = await search(container, alice, "oolong")
-    # One term each, so the shortest message ranks first (3, 4, 5 terms).
-    assert [i["message_id"] for i in result["items"]] == [ids[1], ids[2], ids[0]]
+    # One term each, so the shortest message ranks first (3, 5, 6 terms: the Han run adds
+    # its characters).
+    assert [i["message_id"] for i in result["items"]] == [ids[1], ids[0], ids[2]]
     assert [i["rank"] for i in result["items"]] == [1, 2, 3]
     # Snippets keep the original casing.
     assert [i["content"] for i in result["items"]] == [
         f"{tag} OOLONG forever",
-        f"{tag} 乌龙Oolong茶",
         f"{tag} I love Oolong tea",
+        f"{tag} 乌龙Oolong茶",
     ]
     both = await search(container, alice, "ooLONG TEA")
     assert both["items"][0]["message_id"] == ids[0]
@@ -576,8 +585,8 @@ async def test_anchor_window_keeps_anchor(container: Container) -> None:
     assert [x["message_id"] for x in near_end["messages"]] == ids[40:50]
     single = await read(container, alice, conv.thread_id, message_id=ids[7], limit=1)
     assert [x["message_id"] for x in single["messages"]] == [ids[7]]
-    # A limit above 20 is clamped; contents are the stored text.
-    clamped = await read(container, alice, conv.thread_id, limit=500)
+    # At most 20 (the service refuses more); contents are the stored text.
+    clamped = await read(container, alice, conv.thread_id, limit=READ_MAX_MESSAGES)
     assert len(clamped["messages"]) == READ_MAX_MESSAGES
     assert clamped["messages"][-1] == {
         "message_id": ids[-1],

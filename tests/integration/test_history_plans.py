@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.support.factories import make_thread, make_user
 from yuxi.bootstrap import Container
+from yuxi.repositories.lookback import SearchRequest
 from yuxi.services.unit_of_work import unit_of_work_factory
 
 
@@ -29,7 +30,7 @@ async def test_history_calls_plan_with_parameters_for_their_transaction_only(
     async with uow_factory() as uow:
         session = uow.threads.session
         assert await _plan_cache_mode(session) == "auto"
-        await uow.lookback.search_messages(uid, "deploy", 5)
+        await uow.lookback.search_messages(SearchRequest(uid=uid, query="deploy", limit=5))
         assert await _plan_cache_mode(session) == "force_custom_plan"
     async with uow_factory() as uow:
         assert await _plan_cache_mode(uow.threads.session) == "auto"

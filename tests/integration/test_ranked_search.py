@@ -24,7 +24,7 @@ from yuxi.bootstrap import Container
 from yuxi.db.models import Message
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import SEARCH_MAX_TERMS
-from yuxi.repositories.lookback import K1, B, LookbackRepository
+from yuxi.repositories.lookback import K1, B, LookbackRepository, SearchRequest
 from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.services.lookback import search_response
 
@@ -56,7 +56,9 @@ ZH = ("乌龙茶", "早上", "花园", "姐姐", "搬家", "春天", "暖气", "
 async def search(container: Container, uid: str, query: str, **kw: Any) -> dict[str, Any]:
     limit = kw.pop("limit", 10)
     async with tx(container) as s:
-        found = await LookbackRepository(s).search_messages(uid, query, limit, **kw)
+        found = await LookbackRepository(s).search_messages(
+            SearchRequest(uid=uid, query=query, limit=limit, **kw)
+        )
     return search_response(found)
 
 
@@ -250,7 +252,11 @@ async def test_a_new_message_is_searchable_in_the_transaction_that_wrote_it(
         repo = ThreadRepository(s)
         conv = await repo.create_conversation(alice)
         message = await repo.add_message(conv, role="user", content=f"a {word} one")
-        found = search_response(await LookbackRepository(s).search_messages(alice, word, 5))
+        found = search_response(
+            await LookbackRepository(s).search_messages(
+                SearchRequest(uid=alice, query=word, limit=5)
+            )
+        )
     assert [i["message_id"] for i in found["items"]] == [message.id]
 
 

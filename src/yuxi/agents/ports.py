@@ -84,7 +84,12 @@ class LookbackPort(Protocol):
     ) -> LookbackResult: ...
 
     async def list_threads(
-        self, *, uid: str, before: object = None, limit: object = LIST_THREADS_DEFAULT_ITEMS
+        self,
+        *,
+        uid: str,
+        before: object = None,
+        limit: object = LIST_THREADS_DEFAULT_ITEMS,
+        current_thread_id: str | None = None,
     ) -> LookbackResult: ...
 
 

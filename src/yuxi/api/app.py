@@ -21,6 +21,7 @@ from yuxi.api import (
     routes_me,
     routes_memory,
     routes_runs,
+    routes_search,
     routes_session,
     routes_threads,
     routes_trash,
@@ -146,6 +147,7 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
         routes_runs,
         routes_files,
         routes_memory,
+        routes_search,
     ):
         app.include_router(module.router)
 

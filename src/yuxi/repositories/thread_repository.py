@@ -1,7 +1,7 @@
 """Threads, their messages and tool calls, for their owner and the runs that write them.
 
 The model's lookback into past threads is :mod:`yuxi.repositories.lookback`; the visibility rule
-both share is :mod:`yuxi.repositories.visibility`.
+both share is :mod:`yuxi.repositories.lookback.visibility`.
 
 Never commits: the service or test that calls it owns the transaction.
 """
@@ -23,7 +23,7 @@ from yuxi.limits import (
     LIST_MAX_CONVERSATIONS,
     LIST_MAX_MESSAGES,
 )
-from yuxi.repositories.visibility import NOT_VISIBLE, is_subagent_child
+from yuxi.repositories.lookback.visibility import NOT_VISIBLE, is_subagent_child
 from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES, MESSAGE_ROLES
 
 __all__ = ["NOT_VISIBLE", "ThreadRepository"]

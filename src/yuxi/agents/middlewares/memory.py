@@ -207,7 +207,12 @@ def make_memory_tools(
     ) -> ToolMessage:
         async def call() -> LookbackResult:
             identity = _identity(runtime, bound)
-            return await lookback.list_threads(uid=identity.uid, before=before, limit=limit)
+            return await lookback.list_threads(
+                uid=identity.uid,
+                before=before,
+                limit=limit,
+                current_thread_id=identity.thread_id,
+            )
 
         return await tool_message("list_threads", runtime, call)
 

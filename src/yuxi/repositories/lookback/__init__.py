@@ -5,7 +5,7 @@ parameters, and (for plan tests and benchmarks) :mod:`.statements`. Everything e
 package is private to it.
 """
 
-from yuxi.repositories.lookback._ranking import SearchHit, SearchHits
+from yuxi.repositories.lookback._ranking import Neighbour, SearchHit, SearchHits, SearchRequest
 from yuxi.repositories.lookback._search import K1, B
 from yuxi.repositories.lookback._threads import FIRST_LINE_CHARS, LEADING_BLANKS
 from yuxi.repositories.lookback.repository import LookbackRepository, ThreadRead
@@ -16,7 +16,9 @@ __all__ = [
     "LEADING_BLANKS",
     "B",
     "LookbackRepository",
+    "Neighbour",
     "SearchHit",
     "SearchHits",
+    "SearchRequest",
     "ThreadRead",
 ]

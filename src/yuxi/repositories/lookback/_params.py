@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, Select, String, TextClause, bindparam, text
+from sqlalchemy import BigInteger, Boolean, Integer, Select, String, TextClause, bindparam, text
 
 __all__ = [
     "ANCHOR",
     "CONVERSATION",
     "LIMIT",
+    "OWNER_VIEW",
     "PLAN_WITH_PARAMETERS",
     "RUN",
     "THREAD",
@@ -32,6 +33,10 @@ RUN = bindparam("run_id", type_=String())
 THREAD = bindparam("thread_id", type_=String())
 CONVERSATION = bindparam("conversation_id", type_=BigInteger())
 ANCHOR = bindparam("anchor_id", type_=BigInteger())
+#: The owner's own search (the UI's search box) also sees threads hidden from recall; the
+#: model's never does. A parameter, not a second statement shape: with the history statements
+#: planned for their values (below) the planner drops the branch that does not apply.
+OWNER_VIEW = bindparam("owner_view", False, type_=Boolean())
 
 #: A prebuilt statement and the values of its parameters.
 Statement = tuple[Select[*tuple[Any, ...]], dict[str, Any]]

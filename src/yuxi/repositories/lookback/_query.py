@@ -10,12 +10,18 @@ import functools
 import re
 from typing import Any
 
-from sqlalchemy import ARRAY, BigInteger, Select, Text, bindparam, func, select
+from sqlalchemy import ARRAY, BigInteger, Select, Text, bindparam, func, or_, select, true
+from sqlalchemy.orm import aliased
 
 from yuxi.db.models import Conversation, Message
+from yuxi.limits import SEARCH_CONTEXT_READ_CHARS
 from yuxi.repositories.lookback import _params as p
 from yuxi.repositories.lookback._params import Statement
-from yuxi.repositories.visibility import visible_conversation, visible_message
+from yuxi.repositories.lookback.visibility import (
+    own_run_chain,
+    visible_conversation,
+    visible_message,
+)
 
 __all__ = [
     "LIKE_ESCAPE",
@@ -77,8 +83,39 @@ def terms_statement(texts: list[str]) -> Statement:
 # -- the returned rows -----------------------------------------------------------------------
 
 
+def _neighbour(side: str, chain: Select[Any] | None) -> Any:
+    """The visible message just ``before`` / ``after`` the hit in its thread (by id: a thread's
+    messages are written in order), as a LATERAL subquery: its role, the part of its text nearest
+    the hit (at most ``SEARCH_CONTEXT_READ_CHARS`` characters read), and whether it holds more.
+    The record's rules hold for it: its owner, role and type, and never the searching run's own
+    messages (``chain``: the searching run's, see :func:`.visibility.own_run_chain`)."""
+    n = aliased(Message)
+    earlier = side == "before"
+    read = func.right if earlier else func.left
+    return (
+        select(
+            n.role.label("role"),
+            read(n.content, SEARCH_CONTEXT_READ_CHARS).label("content"),
+            (func.char_length(n.content) > SEARCH_CONTEXT_READ_CHARS).label("more"),
+        )
+        .where(
+            n.conversation_id == Message.conversation_id,
+            n.id < Message.id if earlier else n.id > Message.id,
+            *visible_message(p.UID, n),
+            *([] if chain is None else [or_(n.run_id.is_(None), n.run_id.not_in(chain))]),
+        )
+        .order_by(n.id.desc() if earlier else n.id.asc())
+        .limit(1)
+        .lateral(f"{side}_message")
+    )
+
+
 @functools.cache
-def _details() -> Select[*tuple[Any, ...]]:
+def _details(own_run: bool) -> Select[*tuple[Any, ...]]:
+    # One run chain for both sides (one CTE in the statement).
+    chain = own_run_chain(p.UID, p.RUN) if own_run else None
+    before = _neighbour("before", chain)
+    after = _neighbour("after", chain)
     return (
         select(
             Message.id.label("message_id"),
@@ -87,16 +124,34 @@ def _details() -> Select[*tuple[Any, ...]]:
             Message.created_at,
             Conversation.thread_id,
             Conversation.title,
+            before.c.role.label("before_role"),
+            before.c.content.label("before_content"),
+            before.c.more.label("before_more"),
+            after.c.role.label("after_role"),
+            after.c.content.label("after_content"),
+            after.c.more.label("after_more"),
         )
+        .select_from(Message)
         .join(Conversation, Conversation.id == Message.conversation_id)
+        .outerjoin(before, true())
+        .outerjoin(after, true())
         .where(Message.id == func.any(_IDS))
-        .where(*visible_message(p.UID), *visible_conversation(p.UID))
+        .where(
+            *visible_message(p.UID),
+            *visible_conversation(p.UID, owner_view=p.OWNER_VIEW),
+        )
     )
 
 
-def details_statement(uid: str, ids: list[int]) -> Statement:
-    """What is shown of the ranked rows (the visibility rule applied again)."""
-    return _details(), {"uid": uid, "ids": ids}
+def details_statement(uid: str, ids: list[int], current_run_id: str | None = None) -> Statement:
+    """What is shown of the ranked rows (the visibility rule applied again), each with the
+    visible message before and after it in its thread (``before_*`` / ``after_*``, NULL at a
+    thread's edge)."""
+    return _details(current_run_id is not None), {
+        "uid": uid,
+        "ids": ids,
+        "run_id": current_run_id,
+    }
 
 
 @functools.cache

@@ -16,7 +16,11 @@ from yuxi.db.models import Conversation, Message, ToolCall
 from yuxi.limits import READ_MESSAGE_BYTES, TOOL_ITEM_BYTES, TOOLS_MAX_ITEMS
 from yuxi.repositories.lookback import _params as p
 from yuxi.repositories.lookback._params import Statement
-from yuxi.repositories.visibility import conversation_visible, visible_conversation, visible_message
+from yuxi.repositories.lookback.visibility import (
+    conversation_visible,
+    visible_conversation,
+    visible_message,
+)
 
 __all__ = ["THREAD_WINDOWS", "thread_statement", "thread_window", "tool_calls_statement"]
 

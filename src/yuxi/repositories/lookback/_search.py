@@ -2,8 +2,8 @@
 
 A message's terms are ``message_search.terms`` (kept by 0008's triggers; the one definition of
 a term is ``yuxi_terms``, migration 0012: stemmed Latin words, CJK bigrams and characters); a
-query's terms come from the same rule (:func:`._query.terms_statement`). The score is Lucene's BM25, the variant ``bm25s``
-calls ``lucene``::
+query's terms come from the same rule (:func:`._query.terms_statement`). The score is Lucene's
+BM25, the variant ``bm25s`` calls ``lucene``::
 
     idf(t)     = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
     score(d)   = Σ_t idf(t) · tf(t, d) / (tf(t, d) + K1 · (1 - B + B · |d| / avgdl))
@@ -16,7 +16,7 @@ filters together with every holder of a rarer term (see :mod:`yuxi.limits`). Fil
 *returned*; they do not change the statistics of the full corpus.
 
 Visibility is never a Python filter: every statement carries the rule of
-:mod:`~yuxi.repositories.visibility` (the visible threads as a CTE), so ``LIMIT``
+:mod:`~yuxi.repositories.lookback.visibility` (the visible threads as a CTE), so ``LIMIT``
 only ever counts rows the caller may see. Statements are built once per shape
 (``functools.cache``) with bind parameters; every term is a parameter.
 """
@@ -50,7 +50,7 @@ from yuxi.db.models import Conversation, Message, MessageSearch
 from yuxi.repositories.lookback import _params as p
 from yuxi.repositories.lookback._params import Statement
 from yuxi.repositories.lookback._query import LIKE_ESCAPE, escape_like
-from yuxi.repositories.visibility import (
+from yuxi.repositories.lookback.visibility import (
     not_of_run,
     own_run_chain,
     visible_conversation,
@@ -88,7 +88,7 @@ def _term(i: int) -> Any:
 def _visible_threads() -> CTE:
     return (
         select(Conversation.id, Conversation.searchable_messages, Conversation.searchable_terms)
-        .where(*visible_conversation(p.UID))
+        .where(*visible_conversation(p.UID, owner_view=p.OWNER_VIEW))
         .cte("visible_threads")
         .prefix_with("MATERIALIZED")
     )

@@ -31,38 +31,39 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
     DateTime,
     Integer,
     Select,
+    String,
     Text,
     bindparam,
     case,
     func,
     literal,
     literal_column,
+    or_,
     select,
     true,
 )
 
 from yuxi.db.models import Conversation, Message
-from yuxi.limits import (
-    FIRST_USER_LINE_BYTES,
-    LIST_THREADS_MAX_ITEMS,
-)
+from yuxi.limits import FIRST_USER_LINE_BYTES
 from yuxi.repositories.lookback import _params as p
 from yuxi.repositories.lookback._params import Statement
-from yuxi.repositories.visibility import visible_conversation, visible_message
+from yuxi.repositories.lookback.visibility import visible_conversation, visible_message
 
 __all__ = [
     "FIRST_LINE_CHARS",
     "LEADING_BLANKS",
-    "clamp_limit",
     "threads_statement",
 ]
 
 BEFORE = bindparam("before", type_=DateTime(timezone=True))
 #: ``limit + 1``: one thread more than asked tells whether there are more.
 ENOUGH = bindparam("enough", type_=Integer())
+#: The thread the asking run belongs to: left out, since the model is in it already.
+EXCEPT_THREAD = bindparam("except_thread", None, type_=String())
 
 #: Blanks trimmed (in SQL, then in Python) before a first user message's first line.
 LEADING_BLANKS = " \t\r\n\v\f\u00a0\u3000"
@@ -84,6 +85,10 @@ def _last_message() -> Any:
     )
 
 
+def _not_current() -> ColumnElement[bool]:
+    return or_(EXCEPT_THREAD.is_(None), Conversation.thread_id != EXCEPT_THREAD)
+
+
 @functools.cache
 def _threads(with_before: bool) -> Select[*tuple[Any, ...]]:
     # The bound t: the oldest last message among k listable threads, or -infinity if there
@@ -93,7 +98,7 @@ def _threads(with_before: bool) -> Select[*tuple[Any, ...]]:
         select(last.c.last_at)
         .select_from(Conversation)
         .join(last, true())
-        .where(*visible_conversation(p.UID))
+        .where(*visible_conversation(p.UID), _not_current())
         .order_by(Conversation.updated_at.desc())
         .limit(ENOUGH)
     )
@@ -115,7 +120,7 @@ def _threads(with_before: bool) -> Select[*tuple[Any, ...]]:
         )
         .select_from(Conversation)
         .join(last, true())
-        .where(*visible_conversation(p.UID), Conversation.updated_at >= bound)
+        .where(*visible_conversation(p.UID), _not_current(), Conversation.updated_at >= bound)
         .order_by(last.c.last_at.desc(), Conversation.id.desc())
         .limit(ENOUGH)
     )
@@ -156,16 +161,13 @@ def _threads(with_before: bool) -> Select[*tuple[Any, ...]]:
     )
 
 
-def clamp_limit(limit: int) -> int:
-    """``limit`` within ``1..LIST_THREADS_MAX_ITEMS`` (the service has refused anything else)."""
-    return max(1, min(int(limit), LIST_THREADS_MAX_ITEMS))
-
-
-def threads_statement(uid: str, *, before: datetime | None, limit: int) -> Statement:
+def threads_statement(
+    uid: str, *, before: datetime | None, limit: int, except_thread: str | None = None
+) -> Statement:
     """Up to ``limit + 1`` rows ``(thread_id, title, created_at, last_at, message_count,
     first_text)``, newest last message first; ``before`` (aware) excludes every thread whose
-    last visible message is at or after it."""
-    values: dict[str, Any] = {"uid": uid, "enough": limit + 1}
+    last visible message is at or after it; ``except_thread`` (the asking run's) is left out."""
+    values: dict[str, Any] = {"uid": uid, "enough": limit + 1, "except_thread": except_thread}
     if before is not None:
         values["before"] = before
     return _threads(before is not None), values

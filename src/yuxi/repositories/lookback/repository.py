@@ -19,19 +19,20 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from yuxi.errors import NotFound
-from yuxi.limits import READ_MAX_MESSAGES, THREAD_ID_MAX_CHARS
+from yuxi import limits
+from yuxi.errors import InvalidArgument, NotFound
+from yuxi.limits import SEARCH_MAX_PHRASES, SEARCH_MAX_TERMS
 from yuxi.repositories.lookback import _params as p
+from yuxi.repositories.lookback import _query as query_sql
 from yuxi.repositories.lookback import _ranking as ranking
 from yuxi.repositories.lookback import _reads as reads
+from yuxi.repositories.lookback import _sample as sample
+from yuxi.repositories.lookback import _search as search
 from yuxi.repositories.lookback import _threads as listing
-from yuxi.repositories.lookback._ranking import SearchHits
-from yuxi.repositories.visibility import NOT_VISIBLE
-from yuxi.utils.string_utils import is_valid_text
+from yuxi.repositories.lookback._ranking import Neighbour, SearchHit, SearchHits, SearchRequest
+from yuxi.repositories.lookback.visibility import NOT_VISIBLE
 
 __all__ = ["LookbackRepository", "ThreadRead"]
-
-_BIGINT_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -47,33 +48,104 @@ class ThreadRead:
     tool_rows: Sequence[Any] | None
 
 
+def _neighbour(row: Any, side: str) -> Neighbour | None:
+    role = getattr(row, f"{side}_role")
+    if role is None:
+        return None
+    return Neighbour(
+        role, getattr(row, f"{side}_content") or "", bool(getattr(row, f"{side}_more"))
+    )
+
+
 class LookbackRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def search_messages(
-        self,
-        uid: str,
-        query: str,
-        limit: int,
-        *,
-        current_run_id: str | None = None,
-        after: datetime | None = None,
-        before: datetime | None = None,
-        thread_id: str | None = None,
-    ) -> SearchHits:
-        """The caller's visible messages holding a term of ``query``, best first by BM25: see
-        :func:`._ranking.search_messages`."""
-        return await ranking.search_messages(
-            self.session,
+    async def search_messages(self, request: SearchRequest) -> SearchHits:
+        """The caller's visible messages (none of the searching run's chain) that hold a term
+        of the query, best first by BM25 (ties: newest first), each with its neighbours
+        (design.md §6.2). ``request`` was validated by the service; this checks only what needs
+        the database: the query's and phrases' terms, and the thread filter (else
+        ``NotFound``). The ToolCall table is never touched."""
+        session = self.session
+        uid, run = request.uid, request.current_run_id
+        owner = {"owner_view": request.owner_view}
+        free_text, phrases = query_sql.split_phrases(request.query)
+        if len(phrases) > SEARCH_MAX_PHRASES:
+            raise InvalidArgument(f"at most {SEARCH_MAX_PHRASES} quoted phrases")
+        await session.execute(p.PLAN_WITH_PARAMETERS)
+        rows = (await session.execute(*query_sql.terms_statement([free_text, *phrases]))).all()
+        free_terms, *phrase_terms = [list(row[1] or ()) for row in rows]
+        if any(not terms for terms in phrase_terms):
+            raise InvalidArgument("a quoted phrase must hold a letter or digit")
+        terms = list(dict.fromkeys([t for ts in phrase_terms for t in ts] + free_terms))
+        if not terms:
+            raise InvalidArgument("the query must hold a word: letters or digits")
+        used, left_out = terms[:SEARCH_MAX_TERMS], terms[SEARCH_MAX_TERMS:]
+        conversation_id: int | None = None
+        if request.thread_id is not None:
+            found = await session.execute(
+                *query_sql.thread_filter_statement(uid, request.thread_id)
+            )
+            conversation_id = found.scalar_one_or_none()
+            if conversation_id is None:
+                raise NotFound(NOT_VISIBLE)
+        corpus, values = search.corpus_statement(uid, run)
+        docs, total = (await session.execute(corpus, {**values, **owner})).one()
+        docs, total = int(docs), int(total)
+        common: list[bool] = [False] * len(used)
+        # The regime limits are read at each call (one definition, which a test may lower).
+        if docs > limits.SEARCH_FULL_CORPUS_MESSAGES:
+            common = await ranking.common_terms(session, request, used, docs)
+        windowed = any(common)
+        rare = [t for t, c in zip(used, common, strict=True) if not c]
+        filters = {"after": request.after, "before": request.before}
+        rank, values = search.rank_statement(
             uid,
-            query,
-            limit,
-            current_run_id=current_run_id,
-            after=after,
-            before=before,
-            thread_id=thread_id,
+            used,
+            phrases=list(zip(phrase_terms, phrases, strict=True)),
+            limit=request.limit,
+            current_run_id=run,
+            conversation_id=conversation_id,
+            docs=docs,
+            avgdl=total / docs if docs else 1.0,
+            rare_terms=rare,
+            window=limits.SEARCH_WINDOW_MESSAGES if windowed else None,
+            **filters,
         )
+        ranked = (await session.execute(rank, {**values, **owner})).all()
+        details, values = query_sql.details_statement(uid, [int(r.message_id) for r in ranked], run)
+        found_rows = await session.execute(details, {**values, **owner})
+        shown = {int(row.message_id): row for row in found_rows}
+        hits: list[SearchHit] = []
+        for row in ranked:
+            detail = shown.get(int(row.message_id))
+            if detail is None:  # hidden between the two statements: never shown
+                continue
+            match = phrases[0] if phrases else ranking.best_term(row, used)
+            hits.append(
+                SearchHit(
+                    detail,
+                    float(row.score),
+                    match,
+                    before=_neighbour(detail, "before"),
+                    after=_neighbour(detail, "after"),
+                )
+            )
+        searched: int | None = None
+        if windowed and ranked:
+            searched = int(ranked[0].docs)
+        elif windowed:
+            size, values = sample.window_size_statement(
+                uid,
+                rare_terms=rare,
+                window=limits.SEARCH_WINDOW_MESSAGES,
+                current_run_id=run,
+                conversation_id=conversation_id,
+                **filters,
+            )
+            searched = int((await session.execute(size, {**values, **owner})).scalar_one())
+        return SearchHits(hits, searched_messages=searched, left_out_terms=left_out)
 
     async def read_messages(
         self,
@@ -88,21 +160,8 @@ class LookbackRepository:
 
         Without ``message_id``: the latest ``limit``. With it: a window around that message
         that always contains it. Every unreadable case raises ``NotFound(NOT_VISIBLE)``.
+        Arguments were validated by the service.
         """
-        if (
-            not isinstance(thread_id, str)
-            or not thread_id
-            or len(thread_id) > THREAD_ID_MAX_CHARS
-            or not is_valid_text(thread_id)
-        ):
-            raise NotFound(NOT_VISIBLE)
-        if message_id is not None and (
-            isinstance(message_id, bool)
-            or not isinstance(message_id, int)
-            or not 1 <= message_id <= _BIGINT_MAX
-        ):
-            raise NotFound(NOT_VISIBLE)
-        limit = max(1, min(int(limit), READ_MAX_MESSAGES))
         await self.session.execute(p.PLAN_WITH_PARAMETERS)
         thread = (await self.session.execute(*reads.thread_statement(uid, thread_id))).one_or_none()
         if thread is None:
@@ -153,12 +212,16 @@ class LookbackRepository:
         older = list(reversed(before[:want_before]))
         return [*older, anchor, *after[:want_after]], len(older)
 
-    async def list_threads(self, uid: str, *, before: datetime | None, limit: int) -> list[Any]:
+    async def list_threads(
+        self, uid: str, *, before: datetime | None, limit: int, except_thread: str | None = None
+    ) -> list[Any]:
         """Up to ``limit + 1`` of the caller's visible threads that hold a visible message,
         newest last message first: rows ``(thread_id, title, created_at, last_at,
         message_count, first_text)``. ``before`` (aware) keeps only threads whose last visible
-        message is strictly earlier. One statement (:mod:`._threads`)."""
-        limit = listing.clamp_limit(limit)
+        message is strictly earlier; ``except_thread`` (the asking run's thread) is left out.
+        One statement (:mod:`._threads`). Arguments were validated by the service."""
         await self.session.execute(p.PLAN_WITH_PARAMETERS)
-        statement = listing.threads_statement(uid, before=before, limit=limit)
+        statement = listing.threads_statement(
+            uid, before=before, limit=limit, except_thread=except_thread
+        )
         return list((await self.session.execute(*statement)).all())

@@ -80,6 +80,25 @@ def fit_json_text(value: str, max_bytes: int) -> tuple[str, bool]:
     return value[:keep] + TRUNCATION_MARKER, True
 
 
+def fit_json_text_tail(value: str, max_bytes: int) -> tuple[str, bool]:
+    """Like :func:`fit_json_text`, keeping the *end* of ``value``: the longest suffix whose
+    escaped size, after :data:`SNIPPET_LEFT_MARKER`, fits in ``max_bytes``."""
+    if json_text_bytes(value) <= max_bytes:
+        return value, False
+    room = max_bytes - _LEFT_MARKER_BYTES
+    if room < 0:
+        return "", True
+    used = 0
+    keep = 0
+    for ch in reversed(value):
+        cost = _char_cost(ch)
+        if used + cost > room:
+            break
+        used += cost
+        keep += 1
+    return SNIPPET_LEFT_MARKER + value[len(value) - keep :], True
+
+
 # -- search snippets ---------------------------------------------------------------------------
 
 

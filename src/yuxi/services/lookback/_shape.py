@@ -23,16 +23,24 @@ from yuxi.limits import (
     READ_CONTENTS_BYTES,
     READ_MESSAGE_BYTES,
     READ_RESPONSE_BYTES,
+    SEARCH_CONTEXT_BYTES,
     SEARCH_RESPONSE_BYTES,
     TITLE_BYTES,
     TOOL_ITEM_BYTES,
     TOOLS_TOTAL_BYTES,
 )
-from yuxi.repositories.lookback import FIRST_LINE_CHARS, LEADING_BLANKS, SearchHits, ThreadRead
+from yuxi.repositories.lookback import (
+    FIRST_LINE_CHARS,
+    LEADING_BLANKS,
+    Neighbour,
+    SearchHits,
+    ThreadRead,
+)
 from yuxi.services.lookback._budget import (
     build_snippet,
     drop_order,
     fit_json_text,
+    fit_json_text_tail,
     fit_tool_call,
     json_bytes,
     json_text_bytes,
@@ -57,9 +65,35 @@ def iso_utc(value: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
 
 
-def search_item(row: Any, *, rank: int, score: float, match: str) -> dict[str, Any]:
+def neighbour_item(neighbour: Neighbour | None, side: str) -> dict[str, Any] | None:
+    """A hit's neighbour: its role and at most ``SEARCH_CONTEXT_BYTES`` of its text nearest
+    the hit — the end of the message ``before``, the start of the one ``after`` — framed, then
+    cut on a character boundary (``"truncated": true`` when any of it was left out)."""
+    if neighbour is None:
+        return None
+    text = neutralize_markup(neighbour.content)
+    if side == "before":
+        content, cut = fit_json_text_tail(text, SEARCH_CONTEXT_BYTES)
+    else:
+        content, cut = fit_json_text(text, SEARCH_CONTEXT_BYTES)
+    item: dict[str, Any] = {"role": neighbour.role, "content": content}
+    if cut or neighbour.more:
+        item["truncated"] = True
+    return item
+
+
+def search_item(
+    row: Any,
+    *,
+    rank: int,
+    score: float,
+    match: str,
+    before: Neighbour | None = None,
+    after: Neighbour | None = None,
+) -> dict[str, Any]:
     """One ranked hit: a snippet around ``match`` (the phrase, or the hit's best term), its
-    thread's capped title, its time and its rank (1 = best)."""
+    thread's capped title, its time, its rank (1 = best), and the visible messages just
+    ``before`` and ``after`` it in its thread (left out at a thread's edge)."""
     content: str = row.content or ""
     match_start = locate_match(content, match, None)
     safe = neutralize_with_positions(content)
@@ -82,6 +116,10 @@ def search_item(row: Any, *, rank: int, score: float, match: str) -> dict[str, A
         "score": round(score, 3),
         "content": snippet,
     }
+    for side, neighbour in (("before", before), ("after", after)):
+        shaped = neighbour_item(neighbour, side)
+        if shaped is not None:
+            item[side] = shaped
     if snippet_cut or title_cut:
         item["truncated"] = True
     return item
@@ -90,7 +128,14 @@ def search_item(row: Any, *, rank: int, score: float, match: str) -> dict[str, A
 def search_response(found: SearchHits) -> dict[str, Any]:
     """The ranked hits as the tool's response: see :func:`fit_search`."""
     items = [
-        search_item(hit.row, rank=rank, score=hit.score, match=hit.match)
+        search_item(
+            hit.row,
+            rank=rank,
+            score=hit.score,
+            match=hit.match,
+            before=hit.before,
+            after=hit.after,
+        )
         for rank, hit in enumerate(found.hits, start=1)
     ]
     return fit_search(

@@ -11,9 +11,10 @@ Each coroutine returns a :class:`LookbackResult` (the budgeted response) or rais
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from yuxi.limits import (
     THREAD_ID_MAX_CHARS,
 )
 from yuxi.observability.metrics import Metrics
+from yuxi.repositories.lookback import SearchRequest
 from yuxi.services.lookback import _shape as shape
 from yuxi.services.lookback._time import parse_time
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
@@ -66,7 +68,13 @@ def _int_arg(value: object, name: str, low: int, high: int) -> int:
 
 
 def _thread_arg(value: object) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > THREAD_ID_MAX_CHARS:
+    """A thread id from an earlier result: non-blank text of at most 64 characters, stripped."""
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value) > THREAD_ID_MAX_CHARS
+        or not is_valid_text(value)
+    ):
         raise InvalidArgument("thread_id must be a thread id from an earlier result")
     return value.strip()
 
@@ -75,6 +83,34 @@ def _check_uid(uid: object) -> str:
     if not isinstance(uid, str) or not uid or not is_valid_text(uid):
         raise UnauthorizedRun("no trusted user identity")
     return uid
+
+
+def _search_request(
+    uid: str,
+    query: object,
+    limit: object,
+    *,
+    after: object = None,
+    before: object = None,
+    thread_id: object = None,
+    current_run_id: str | None = None,
+    owner_view: bool = False,
+) -> SearchRequest:
+    """Every argument of a search, checked here and nowhere else (design.md §6.2)."""
+    start = parse_time("after", after)
+    end = parse_time("before", before)
+    if start is not None and end is not None and start >= end:
+        raise InvalidArgument("after must be earlier than before")
+    return SearchRequest(
+        uid=_check_uid(uid),
+        query=check_text("query", query, max_chars=SEARCH_QUERY_MAX_CHARS, strip=True),
+        limit=_int_arg(limit, "limit", 1, SEARCH_MAX_ITEMS),
+        after=start,
+        before=end,
+        thread_id=None if thread_id is None else _thread_arg(thread_id),
+        current_run_id=current_run_id,
+        owner_view=owner_view,
+    )
 
 
 class LookbackService:
@@ -99,9 +135,28 @@ class LookbackService:
         this search) are left out of the results."""
         started = time.perf_counter()
         try:
-            return await self._search(uid, query, limit, after, before, thread_id, current_run_id)
+            request = _search_request(
+                uid,
+                query,
+                limit,
+                after=after,
+                before=before,
+                thread_id=thread_id,
+                current_run_id=current_run_id,
+            )
+            return await self._search(request, memory_required=True)
         finally:
             self._metrics.history_call("search_thread_messages", time.perf_counter() - started)
+
+    async def search_own_messages(
+        self, *, uid: str, query: object, limit: object = SEARCH_MAX_ITEMS
+    ) -> LookbackResult:
+        """The owner's own search over their thread list (the UI's search box): the same terms,
+        ranking, neighbours and budgets as :meth:`search_thread_messages`, over every active
+        ordinary thread of the owner, those hidden from recall included. It is the owner reading
+        their own data, so it does not depend on the memory switch."""
+        request = _search_request(uid, query, limit, owner_view=True)
+        return await self._search(request, memory_required=False)
 
     async def read_thread_messages(
         self,
@@ -114,101 +169,67 @@ class LookbackService:
     ) -> LookbackResult:
         started = time.perf_counter()
         try:
-            return await self._read(uid, thread_id, message_id, limit, include_tools)
+            _check_uid(uid)
+            thread = _thread_arg(thread_id)
+            anchor = (
+                None
+                if message_id is None
+                else _int_arg(message_id, "message_id", 1, _MAX_MESSAGE_ID)
+            )
+            n = _int_arg(limit, "limit", 1, READ_MAX_MESSAGES)
+            if not isinstance(include_tools, bool):
+                raise InvalidArgument("include_tools must be true or false")
+            async with self._reading(uid, "read_thread_messages") as uow:
+                read = await uow.lookback.read_messages(
+                    uid, thread, message_id=anchor, limit=n, include_tools=include_tools
+                )
+            return LookbackResult(shape.read_response(read))
         finally:
             self._metrics.history_call("read_thread_messages", time.perf_counter() - started)
 
-    async def _search(
-        self,
-        uid: str,
-        query: object,
-        limit: object,
-        after: object,
-        before: object,
-        thread_id: object,
-        current_run_id: str | None,
-    ) -> LookbackResult:
-        _check_uid(uid)
-        q = check_text("query", query, max_chars=SEARCH_QUERY_MAX_CHARS, strip=True)
-        n = _int_arg(limit, "limit", 1, SEARCH_MAX_ITEMS)
-        start = parse_time("after", after)
-        end = parse_time("before", before)
-        if start is not None and end is not None and start >= end:
-            raise InvalidArgument("after must be earlier than before")
-        thread = None if thread_id is None else _thread_arg(thread_id)
-        try:
-            async with self._uow() as uow:
-                await _require_memory(uow, uid)
-                found = await uow.lookback.search_messages(
-                    uid,
-                    q,
-                    n,
-                    current_run_id=current_run_id,
-                    after=start,
-                    before=end,
-                    thread_id=thread,
-                )
-            return LookbackResult(shape.search_response(found))
-        except SQLAlchemyError as exc:
-            _log.warning("search_thread_messages failed: %r", exc)
-            raise StorageUnavailable("history is unavailable right now") from None
-
-    async def _read(
-        self,
-        uid: str,
-        thread_id: object,
-        message_id: object,
-        limit: object,
-        include_tools: object,
-    ) -> LookbackResult:
-        _check_uid(uid)
-        if (
-            not isinstance(thread_id, str)
-            or not thread_id.strip()
-            or len(thread_id) > THREAD_ID_MAX_CHARS
-        ):
-            raise InvalidArgument("thread_id must be a non-empty thread id")
-        anchor = (
-            None if message_id is None else _int_arg(message_id, "message_id", 1, _MAX_MESSAGE_ID)
-        )
-        n = _int_arg(limit, "limit", 1, READ_MAX_MESSAGES)
-        if not isinstance(include_tools, bool):
-            raise InvalidArgument("include_tools must be true or false")
-        try:
-            async with self._uow() as uow:
-                await _require_memory(uow, uid)
-                read = await uow.lookback.read_messages(
-                    uid, thread_id.strip(), message_id=anchor, limit=n, include_tools=include_tools
-                )
-            return LookbackResult(shape.read_response(read))
-        except SQLAlchemyError as exc:
-            _log.warning("read_thread_messages failed: %r", exc)
-            raise StorageUnavailable("history is unavailable right now") from None
-
     async def list_threads(
-        self, *, uid: str, before: object = None, limit: object = LIST_THREADS_DEFAULT_ITEMS
+        self,
+        *,
+        uid: str,
+        before: object = None,
+        limit: object = LIST_THREADS_DEFAULT_ITEMS,
+        current_thread_id: str | None = None,
     ) -> LookbackResult:
         """The caller's visible threads, newest last message first (design.md §6.5): at most
         ``limit`` (1-20), optionally only those whose last visible message is strictly before
-        ``before`` (an ISO 8601 date, its midnight UTC, or datetime; without an offset UTC)."""
+        ``before`` (an ISO 8601 date, its midnight UTC, or datetime; without an offset UTC).
+        ``current_thread_id``: the asking run's thread, left out (the model is in it)."""
         started = time.perf_counter()
         try:
             _check_uid(uid)
             moment = parse_time("before", before)
             n = _int_arg(limit, "limit", 1, LIST_THREADS_MAX_ITEMS)
-            try:
-                async with self._uow() as uow:
-                    await _require_memory(uow, uid)
-                    rows = await uow.lookback.list_threads(uid, before=moment, limit=n)
-                return LookbackResult(shape.threads_response(rows, limit=n))
-            except SQLAlchemyError as exc:
-                _log.warning("list_threads failed: %r", exc)
-                raise StorageUnavailable("history is unavailable right now") from None
+            async with self._reading(uid, "list_threads") as uow:
+                rows = await uow.lookback.list_threads(
+                    uid, before=moment, limit=n, except_thread=current_thread_id
+                )
+            return LookbackResult(shape.threads_response(rows, limit=n))
         finally:
             self._metrics.history_call("list_threads", time.perf_counter() - started)
 
+    async def _search(self, request: SearchRequest, *, memory_required: bool) -> LookbackResult:
+        async with self._reading(
+            request.uid, "search_thread_messages", memory_required=memory_required
+        ) as uow:
+            found = await uow.lookback.search_messages(request)
+        return LookbackResult(shape.search_response(found))
 
-async def _require_memory(uow: UnitOfWork, uid: str) -> None:
-    """History lookback belongs to memory: with the switch off the tools answer nothing."""
-    if not await uow.users.memory_enabled(uid):
-        raise MemoryDisabled("memory is turned off for this user")
+    @contextlib.asynccontextmanager
+    async def _reading(
+        self, uid: str, tool: str, *, memory_required: bool = True
+    ) -> AsyncIterator[UnitOfWork]:
+        """One read-only transaction of a history call: the memory switch checked in it (the
+        model's tools belong to memory), a database failure as ``storage_unavailable``."""
+        try:
+            async with self._uow() as uow:
+                if memory_required and not await uow.users.memory_enabled(uid):
+                    raise MemoryDisabled("memory is turned off for this user")
+                yield uow
+        except SQLAlchemyError as exc:
+            _log.warning("%s failed: %r", tool, exc)
+            raise StorageUnavailable("history is unavailable right now") from None

@@ -144,14 +144,16 @@ def _reindex(bind: sa.Connection, low: int, high: int) -> None:
 
 
 def _create_dictionary() -> None:
+    """``DICTIONARY`` in the current schema (a second run finds it there)."""
     op.execute(
-        f"""
+        """
         DO $$
         BEGIN
           IF NOT EXISTS (SELECT 1 FROM pg_ts_dict d
                          JOIN pg_namespace n ON n.oid = d.dictnamespace
-                         WHERE d.dictname = '{DICTIONARY}' AND n.nspname = current_schema()) THEN
-            CREATE TEXT SEARCH DICTIONARY {DICTIONARY} (TEMPLATE = pg_catalog.snowball,
+                         WHERE d.dictname = 'yuxi_english_stem'
+                           AND n.nspname = current_schema()) THEN
+            CREATE TEXT SEARCH DICTIONARY yuxi_english_stem (TEMPLATE = pg_catalog.snowball,
                                                         Language = english);
           END IF;
         END

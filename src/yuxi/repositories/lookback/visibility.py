@@ -1,7 +1,9 @@
 """Who may see what in the history tools: the visibility rule, as SQL conditions.
 
-Every statement of :mod:`._history_search` and :mod:`._history_reads` carries the whole rule in
-its WHERE clause (never a Python filter), so ``LIMIT`` only ever counts rows the caller may see:
+It lives beside the statements that use it (:mod:`._search`, :mod:`._sample`, :mod:`._query`,
+:mod:`._reads`, :mod:`._threads`; the thread repository takes the SubAgent-child rule). Every
+statement carries the whole rule in its WHERE clause (never a Python filter), so ``LIMIT`` only
+ever counts rows the caller may see:
 
 * conversation: ``uid`` = caller, ``status = 'active'``, ``source NOT IN ('agent_call',
   'agent_evaluation')``, not ``recall_excluded`` by its owner, and ``NOT EXISTS`` a
@@ -46,12 +48,18 @@ def is_subagent_child() -> ColumnElement[bool]:
     )
 
 
-def visible_conversation(uid: Any) -> list[ColumnElement[bool]]:
+def visible_conversation(uid: Any, *, owner_view: Any = None) -> list[ColumnElement[bool]]:
+    """``owner_view`` (a boolean bind parameter, or ``None`` for the model's view only): when
+    true, threads the owner hid from recall are visible too — the owner's own search sees what
+    the owner's thread list shows; the model's lookback never does."""
+    not_hidden: ColumnElement[bool] = Conversation.recall_excluded.is_(False)
+    if owner_view is not None:
+        not_hidden = or_(owner_view, not_hidden)
     return [
         Conversation.uid == uid,
         Conversation.status == "active",
         Conversation.source.not_in(HIDDEN_SOURCES),
-        Conversation.recall_excluded.is_(False),
+        not_hidden,
         ~is_subagent_child(),
     ]
 
