@@ -331,7 +331,9 @@ async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
     ]
     out = _content(await listing.coroutine(before="2026-03-01", limit=2, runtime=_runtime(CTX)))
     assert json.loads(out)["items"][0]["thread_id"] == "thread-old"
-    assert memory.calls_to("list_threads") == [{"uid": CTX.uid, "before": "2026-03-01", "limit": 2}]
+    assert memory.calls_to("list_threads") == [
+        {"uid": CTX.uid, "before": "2026-03-01", "limit": 2, "current_thread_id": CTX.thread_id}
+    ]
 
 
 async def test_service_exception_becomes_a_structured_error(tmp_path: Path) -> None:
