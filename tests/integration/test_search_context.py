@@ -78,6 +78,7 @@ async def test_a_hit_carries_its_visible_neighbours_and_nothing_hidden(
     assert hit["message_id"] == ids[0]
     assert "before" not in hit  # the first message of its thread
     assert hit["after"] == {
+        "message_id": ids[1],
         "role": "assistant",
         "content": "We went with Biscuit, after the colour of her ears.",
     }
@@ -101,7 +102,7 @@ async def test_neighbours_are_cut_in_utf8_bytes_nearest_the_hit(container: Conta
     _, ids = await new_thread(container, alice, [fits, f"{tag} the hit", over])
     (hit,) = (await search(container, alice, tag))["items"]
     assert hit["message_id"] == ids[1]
-    assert hit["before"] == {"role": "user", "content": fits}
+    assert hit["before"] == {"message_id": ids[0], "role": "user", "content": fits}
     after = hit["after"]
     assert after["truncated"] is True
     assert text_size(after["content"]) <= SEARCH_CONTEXT_BYTES

@@ -94,6 +94,7 @@ def _neighbour(side: str, chain: Select[Any] | None) -> Any:
     read = func.right if earlier else func.left
     return (
         select(
+            n.id.label("id"),
             n.role.label("role"),
             read(n.content, SEARCH_CONTEXT_READ_CHARS).label("content"),
             (func.char_length(n.content) > SEARCH_CONTEXT_READ_CHARS).label("more"),
@@ -124,9 +125,11 @@ def _details(own_run: bool) -> Select[*tuple[Any, ...]]:
             Message.created_at,
             Conversation.thread_id,
             Conversation.title,
+            before.c.id.label("before_id"),
             before.c.role.label("before_role"),
             before.c.content.label("before_content"),
             before.c.more.label("before_more"),
+            after.c.id.label("after_id"),
             after.c.role.label("after_role"),
             after.c.content.label("after_content"),
             after.c.more.label("after_more"),

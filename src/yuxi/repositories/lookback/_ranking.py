@@ -41,10 +41,11 @@ class SearchRequest:
 
 @dataclass(frozen=True)
 class Neighbour:
-    """The visible message just before or after a hit in its thread: its role and the part of
+    """The visible message just before or after a hit in its thread: its id, role and the part of
     its text nearest the hit (the end of the one before, the start of the one after), at most
     ``SEARCH_CONTEXT_READ_CHARS`` characters read."""
 
+    message_id: int
     role: str
     content: str
     more: bool  # the message holds more than was read

@@ -66,7 +66,10 @@ def iso_utc(value: datetime) -> str:
 
 
 def neighbour_item(neighbour: Neighbour | None, side: str) -> dict[str, Any] | None:
-    """A hit's neighbour: its role and at most ``SEARCH_CONTEXT_BYTES`` of its text nearest
+    """A hit's neighbour: its id (an anchor for ``read_thread_messages``), its role, and at
+    most ``SEARCH_CONTEXT_BYTES`` of its text nearest the hit — the end of the message
+    ``before``, the start of the one ``after`` — framed, then cut on a character boundary
+    (``"truncated": true`` when any of it was left out)."""A hit's neighbour: its id (an anchor for ``read_thread_messages``), role and at most ``SEARCH_CONTEXT_BYTES`` of its text nearest
     the hit — the end of the message ``before``, the start of the one ``after`` — framed, then
     cut on a character boundary (``"truncated": true`` when any of it was left out)."""
     if neighbour is None:
@@ -76,7 +79,11 @@ def neighbour_item(neighbour: Neighbour | None, side: str) -> dict[str, Any] | N
         content, cut = fit_json_text_tail(text, SEARCH_CONTEXT_BYTES)
     else:
         content, cut = fit_json_text(text, SEARCH_CONTEXT_BYTES)
-    item: dict[str, Any] = {"role": neighbour.role, "content": content}
+    item: dict[str, Any] = {
+        "message_id": neighbour.message_id,
+        "role": neighbour.role,
+        "content": content,
+    }
     if cut or neighbour.more:
         item["truncated"] = True
     return item
