@@ -69,9 +69,7 @@ def neighbour_item(neighbour: Neighbour | None, side: str) -> dict[str, Any] | N
     """A hit's neighbour: its id (an anchor for ``read_thread_messages``), its role, and at
     most ``SEARCH_CONTEXT_BYTES`` of its text nearest the hit — the end of the message
     ``before``, the start of the one ``after`` — framed, then cut on a character boundary
-    (``"truncated": true`` when any of it was left out)."""A hit's neighbour: its id (an anchor for ``read_thread_messages``), role and at most ``SEARCH_CONTEXT_BYTES`` of its text nearest
-    the hit — the end of the message ``before``, the start of the one ``after`` — framed, then
-    cut on a character boundary (``"truncated": true`` when any of it was left out)."""
+    (``"truncated": true`` when any of it was left out)."""
     if neighbour is None:
         return None
     text = neutralize_markup(neighbour.content)
