@@ -14,8 +14,12 @@ loaded by COPY (:mod:`benchmarks.b7.load`). Every question's query (its content 
   no dates (the shipped tool has none).
 
 Recall@k (k = 1, 5, 10): *thread* — a thread that answers is among the top k hits' threads;
-*message* — an answering message is among the top k; *all messages* (two-part stories) — every
-answering message is. Per category and language, with "product ≥ best BM25" at every k.
+*message* — an answering message is among the top k; *context* — an answering message is among
+the top k or their neighbours (the visible message before and after each hit in its thread: the
+product returns them with every hit; for BM25 they are taken from the same visible messages);
+*all messages* (two-part stories) — every answering message is. Per category and language, with
+"product ≥ best BM25" at every k, and whether the product's context recall beats the best BM25's
+message recall (what a model reads in the top k against a plain BM25 list).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"users": 8, "messages": (300, 800)},
 }
 Hits = list[tuple[int, str]]  # (message id, thread id), best first
+Context = dict[int, list[int]]  # a hit's message id -> its neighbours' message ids
+LEVELS = ("thread", "message", "context", "all")
 
 
 def takes_dates(lookback: LookbackService) -> bool:
@@ -57,9 +63,10 @@ def takes_dates(lookback: LookbackService) -> bool:
 
 async def search_product(
     lookback: LookbackService, q: Question, *, dates: bool
-) -> tuple[Hits, bool]:
-    """The product's hits for ``q`` and whether the dates were passed (a product without
-    ``after``/``before`` raises TypeError for them: then it is asked without)."""
+) -> tuple[Hits, bool, Context]:
+    """The product's hits for ``q``, whether the dates were passed (a product without
+    ``after``/``before`` raises TypeError for them: then it is asked without), and each hit's
+    neighbours as the product returned them."""
     kwargs: dict[str, Any] = {}
     if dates and (q.after or q.before):
         kwargs = {"after": q.after, "before": q.before}
@@ -73,16 +80,26 @@ async def search_product(
         result = await lookback.search_thread_messages(uid=q.uid, query=q.query, limit=LIMIT)
         kwargs = {}
     items = result.to_payload().get("items", [])
-    return [(int(i["message_id"]), str(i["thread_id"])) for i in items], bool(kwargs)
+    context = {
+        int(i["message_id"]): [
+            int(i[side]["message_id"]) for side in ("before", "after") if side in i
+        ]
+        for i in items
+    }
+    return [(int(i["message_id"]), str(i["thread_id"])) for i in items], bool(kwargs), context
 
 
-def _score(hits: Hits, answer_ids: set[int], answer_threads: set[str]) -> dict[str, Any]:
+def _score(
+    hits: Hits, answer_ids: set[int], answer_threads: set[str], context: Context
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k in KS:
         top = hits[:k]
         ids = {m for m, _ in top}
+        near = ids.union(*(context.get(m, ()) for m in ids))
         out[f"thread@{k}"] = any(t in answer_threads for _, t in top)
         out[f"message@{k}"] = bool(ids & answer_ids)
+        out[f"context@{k}"] = bool(near & answer_ids)
         out[f"all@{k}"] = answer_ids <= ids
     first_thread = next((r for r, (_, t) in enumerate(hits, 1) if t in answer_threads), None)
     first_message = next((r for r, (m, _) in enumerate(hits, 1) if m in answer_ids), None)
@@ -107,7 +124,7 @@ def recall_rows(per_question: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if not members:
             continue
         levels: dict[str, dict[str, dict[str, float]]] = {}
-        for level in ("thread", "message", "all"):
+        for level in LEVELS:
             levels[level] = {
                 system: {
                     str(k): sum(m["systems"][system][f"{level}@{k}"] for m in members)
@@ -122,8 +139,13 @@ def recall_rows(per_question: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 >= max(levels[level][b][str(k)] for b in BASELINES) - 1e-12
                 for k in KS
             )
-            for level in ("thread", "message", "all")
+            for level in LEVELS
         }
+        # What a model reads: the product's hits with their neighbours, against the best
+        # library BM25's plain hits, at k = 5 (the tool's default limit).
+        beats = levels["context"]["product"]["5"] > max(
+            levels["message"][b]["5"] for b in BASELINES
+        )
         rows.append(
             {
                 "category": key[0],
@@ -131,6 +153,7 @@ def recall_rows(per_question: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "n": len(members),
                 **levels,
                 "product_ge_best_bm25": ok,
+                "product_context_beats_bm25_at_5": beats,
             }
         )
     return rows
@@ -209,21 +232,21 @@ async def run_b7(
     for q, lit in zip(corpus.questions, literal, strict=True):
         started = time.perf_counter()
         try:
-            hits, used = await search_product(lookback, q, dates=dates)
+            hits, used, context = await search_product(lookback, q, dates=dates)
         except YuxiError as exc:
-            hits, used = [], False
+            hits, used, context = [], False, {}
             errors[type(exc).__name__] += 1
         latencies.append((time.perf_counter() - started) * 1000)
         dated += used
         answer_ids = {loaded.message_id(k) for k in q.answer_messages}
         threads = set(q.answer_threads)
-        systems = {"product": _score(hits, answer_ids, threads)}
+        systems = {"product": _score(hits, answer_ids, threads, context)}
         for name in TOKENIZERS:
-            found = indexes[(q.uid, name)].search(
-                q.query, after=q.after, before=q.before, limit=LIMIT
-            )
-            systems[name] = _score(found, answer_ids, threads)
-        systems["literal"] = _score(lit, answer_ids, threads)
+            index = indexes[(q.uid, name)]
+            found = index.search(q.query, after=q.after, before=q.before, limit=LIMIT)
+            systems[name] = _score(found, answer_ids, threads, index.neighbours)
+        literal_context = indexes[(q.uid, BASELINES[0])].neighbours
+        systems["literal"] = _score(lit, answer_ids, threads, literal_context)
         per_question.append(
             {
                 "qid": q.qid,

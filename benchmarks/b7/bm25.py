@@ -1,9 +1,11 @@
 """B7's BM25 baselines: the ``bm25s`` library over one user's visible messages.
 
-Two tokenizations of the same messages and queries: ``bm25s_default`` (bm25s's own tokenizer:
+Three tokenizations of the same messages and queries: ``bm25s_default`` (bm25s's own tokenizer:
 lower-cased ``\\w\\w+`` words, no stop words, no stemming; a CJK run without spaces is one
-token) and ``bm25s_terms`` (:func:`benchmarks.b7.terms.terms`: words, and CJK runs as
-overlapping bigrams). Scores are bm25s's defaults (Lucene variant, k1 = 1.5, b = 0.75), the
+token), ``bm25s_terms`` (:func:`benchmarks.b7.terms.terms`: words, and CJK runs as overlapping
+bigrams: the product's terms before stemming) and ``bm25s_terms_stem`` (the same with every word
+of Latin letters reduced to its Snowball English stem by PyStemmer, the stemmer bm25s itself
+recommends). Scores are bm25s's defaults (Lucene variant, k1 = 1.5, b = 0.75), the
 query's terms counted once each. Hits are the messages with a positive score, inside the
 question's dates when it has any (``after`` <= created_at < ``before``, applied to the
 candidates before the top k is taken), best first, ties newest first (as the product's).
@@ -12,6 +14,7 @@ candidates before the top k is taken), best first, ties newest first (as the pro
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -33,9 +36,21 @@ def _terms_tokens(texts: Sequence[str]) -> list[list[str]]:
     return [terms(text) for text in texts]
 
 
+_stemmer: Any = importlib.import_module("Stemmer").Stemmer("english")
+#: A word of lower-case Latin letters only (the product stems exactly these; migration 0012).
+_LATIN = re.compile(r"[a-z\u00df-\u00f6\u00f8-\u024f\u1e00-\u1eff]+")
+
+
+def _stemmed_tokens(texts: Sequence[str]) -> list[list[str]]:
+    return [
+        [_stemmer.stemWord(t) if _LATIN.fullmatch(t) else t for t in terms(text)] for text in texts
+    ]
+
+
 TOKENIZERS: dict[str, Callable[[Sequence[str]], list[list[str]]]] = {
     "bm25s_default": _default_tokens,
     "bm25s_terms": _terms_tokens,
+    "bm25s_terms_stem": _stemmed_tokens,
 }
 
 
@@ -56,6 +71,15 @@ class Bm25Index:
         self.retriever = _bm25s.BM25()
         corpus = self.tokenize([d.content for d in self.docs])
         self.retriever.index(corpus, show_progress=False)
+        # Each message's neighbours: the visible message before and after it in its thread
+        # (the product's rule: by id within the thread).
+        by_thread: dict[str, list[int]] = {}
+        for d in sorted(self.docs, key=lambda d: d.id):
+            by_thread.setdefault(d.thread_id, []).append(d.id)
+        self.neighbours: dict[int, list[int]] = {}
+        for ids in by_thread.values():
+            for i, mid in enumerate(ids):
+                self.neighbours[mid] = ids[max(i - 1, 0) : i] + ids[i + 1 : i + 2]
 
     def search(
         self,

@@ -11,6 +11,7 @@ _LABELS = {
     "product": "product",
     "bm25s_default": "bm25s default",
     "bm25s_terms": "bm25s terms",
+    "bm25s_terms_stem": "bm25s terms + stem",
     "literal": "literal (today)",
 }
 
@@ -27,11 +28,16 @@ def _table(b7: dict[str, Any], level: str, rows: list[dict[str, Any]]) -> list[s
     ks = b7["ks"]
     header = ["category", "lang", "n"] + [_LABELS.get(s, s) for s in b7["systems"]]
     header.append("product ≥ best BM25")
+    beats = level == "context"
+    if beats:
+        header.append("product > best BM25 hits at 5")
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for row in rows:
         cells = [row["category"], row["lang"], str(row["n"])]
         cells += [_cell(row[level][s], ks) for s in b7["systems"]]
         cells.append("✓" if row["product_ge_best_bm25"][level] else "✗")
+        if beats:
+            cells.append("✓" if row.get("product_context_beats_bm25_at_5") else "✗")
         if row["category"] == "all":
             cells = [f"**{c}**" for c in cells]
         lines.append("| " + " | ".join(cells) + " |")
@@ -57,9 +63,10 @@ def md_b7(b7: dict[str, Any]) -> list[str]:
         "labelled with the messages and threads that answer it (`benchmarks/b7/corpus.py`). "
         "Queries are the questions' content words; temporal ones add `after`/`before`. "
         "Systems, same user, same visible messages: the product's `search_thread_messages` "
-        "(limit 10); BM25 by `bm25s` with its default tokenizer and with words + CJK bigrams "
-        "(`terms`), the same date filter applied to their candidates; today's literal ILIKE "
-        f"substring search (newest first, no dates). Dates: {dated}.",
+        "(limit 10); BM25 by `bm25s` with its default tokenizer, with words + CJK bigrams "
+        "(`terms`) and with those words' Snowball English stems (`terms + stem`, PyStemmer), "
+        "the same date filter applied to their candidates; the literal ILIKE substring search "
+        f"of stop 23 (newest first, no dates). Dates: {dated}.",
         "",
         f"Cells: {ks} in %. ✓ = the product's recall ≥ the better BM25 at every k.",
         "",
@@ -69,6 +76,16 @@ def md_b7(b7: dict[str, Any]) -> list[str]:
     lines += _table(b7, "thread", b7["rows"])
     lines += ["**Message level** (an answering message is among the top k)", ""]
     lines += _table(b7, "message", b7["rows"])
+    lines += [
+        "**Context level** (an answering message is among the top k hits or the message "
+        "before or after one of them in its thread: the product returns these neighbours with "
+        "every hit; for BM25 and the literal search they are taken from the same visible "
+        "messages). The last column compares the product's context recall at 5 with the best "
+        "BM25's *message* recall at 5: what a model reads in the product's top 5 against a "
+        "plain list of BM25 hits.",
+        "",
+    ]
+    lines += _table(b7, "context", b7["rows"])
     multi = [r for r in b7["rows"] if r["category"] == "multi"]
     if multi:
         lines += ["**Two-part stories, every answering message in the top k**", ""]

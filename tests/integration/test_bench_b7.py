@@ -24,15 +24,18 @@ async def test_b7_report_structure(env: BenchEnv) -> None:  # noqa: F811
     expected = [(c, lang) for c in CATEGORIES for lang in ("en", "zh")]
     assert keys == [*expected, ("all", "en"), ("all", "zh"), ("all", "all")]
     for row in b7["rows"]:
-        for level in ("thread", "message", "all"):
+        for level in ("thread", "message", "context", "all"):
             assert set(row[level]) == set(SYSTEMS)
             for system in SYSTEMS:
                 values = [row[level][system][str(k)] for k in KS]
                 assert all(0 <= v <= 1 for v in values) and values == sorted(values)
             assert isinstance(row["product_ge_best_bm25"][level], bool)
-        # thread level is never below message level
+        assert isinstance(row["product_context_beats_bm25_at_5"], bool)
+        # thread level is never below message level; context never below message
         for system in SYSTEMS:
             assert row["thread"][system]["10"] >= row["message"][system]["10"]
+            for k in KS:
+                assert row["context"][system][str(k)] >= row["message"][system][str(k)]
     overall = b7["rows"][-1]
     assert overall["n"] == n
     assert overall["thread"]["bm25s_terms"]["10"] > 0.5  # the baseline finds most answers
@@ -53,7 +56,8 @@ async def test_b7_report_structure(env: BenchEnv) -> None:  # noqa: F811
         env.tmp_root,
     ).read_text("utf-8")
     assert "## B7" in md and "product ≥ best BM25" in md and "bm25s terms" in md
-    assert md.count("| single | en |") == 2  # thread and message level tables
+    assert md.count("| single | en |") == 3  # thread, message and context level tables
+    assert "bm25s terms + stem" in md
 
 
 async def test_b7_labels_match_the_loaded_rows_and_bm25_finds_exact_queries(
