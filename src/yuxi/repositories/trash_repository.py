@@ -28,8 +28,8 @@ from yuxi.db.models import (
     SubagentThread,
     ToolCall,
 )
+from yuxi.repositories.lookback.visibility import is_subagent_child
 from yuxi.repositories.memory import lock_user_memory
-from yuxi.repositories.visibility import is_subagent_child
 
 __all__ = ["PurgeTarget", "TrashRepository"]
 

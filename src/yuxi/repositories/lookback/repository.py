@@ -53,7 +53,10 @@ def _neighbour(row: Any, side: str) -> Neighbour | None:
     if role is None:
         return None
     return Neighbour(
-        role, getattr(row, f"{side}_content") or "", bool(getattr(row, f"{side}_more"))
+        int(getattr(row, f"{side}_id")),
+        role,
+        getattr(row, f"{side}_content") or "",
+        bool(getattr(row, f"{side}_more")),
     )
 
 
