@@ -14,9 +14,9 @@
 // workspace browser) · drawer (the thread list on a phone) · composer · session (sign-in with a
 // token or a login link's code / sign-out) · account (the Account dialog: export the account as
 // a zip, delete it after typing its name) · history_cards (the history tools' cards as answers)
-// · thread_link (links that open a thread in the app) · marks (the query's words marked) ·
-// when (times in words) · sync (catching up with other tabs and sessions when the page is
-// looked at again).
+// · thread_link (links that open a thread in the app) · thread_search (the search box over the
+// thread list) · marks (the query's words marked) · when (times in words) · sync (catching up
+// with other tabs and sessions when the page is looked at again).
 
 import {
   cancelDelete, closeAccount, onDeleteInput, onDeleteSubmit, onExport, openAccount, openDelete,
@@ -56,6 +56,7 @@ import { noteOpenThread, refreshOnReturn } from './sync.js';
 import { commitRename, onRecallToggle, onRenameKey, startRename } from './thread_settings.js';
 import { onCopyThreadId, renderThreads, wireThreadList } from './thread_list.js';
 import { wireThreadLinks } from './thread_link.js';
+import { onSearchInput, onSearchKey, resetSearch } from './thread_search.js';
 import {
   loadThreads, onArchive, onArchivedToggle, onDelete, onNewThread, onRestore, openLinkedThread,
   openSource, reloadThread, selectThread,
@@ -75,7 +76,7 @@ function wireModules() {
   subscribe(['threads', 'threadId', 'showArchived'], renderThreads);
   subscribe(['threadId'], (s) => { if (s.threadId) closeDrawer(); });
   subscribe(['token'], (s) => {
-    if (!s.token) { resetFilesPanel(); setDrawer(false); resetAccount(); clearNotice(); }
+    if (!s.token) { resetFilesPanel(); setDrawer(false); resetAccount(); clearNotice(); resetSearch(); }
   });
   subscribe(['enableMemory'], refreshStartHint);
   subscribe(['threadId'], noteOpenThread);
@@ -109,6 +110,8 @@ function wireDom() {
   $('archive-thread').addEventListener('click', onArchive);
   $('restore-thread').addEventListener('click', () => onRestore());
   $('archived-toggle').addEventListener('click', onArchivedToggle);
+  $('thread-search-input').addEventListener('input', onSearchInput);
+  $('thread-search-input').addEventListener('keydown', onSearchKey);
   $('copy-thread-id').addEventListener('click', onCopyThreadId);
   // another tab or session may have changed what this page shows (sync.js says why on return)
   document.addEventListener('visibilitychange', refreshOnReturn);

@@ -42,11 +42,15 @@ function note(text, testid) {
   return el('p', { class: 'history-note muted small', 'data-testid': testid }, text);
 }
 
-/** A neighbour of a hit ({role, content}): dimmed, above or below it. */
+/** A neighbour of a hit ({role, content, truncated?}): dimmed, above or below it. The server
+ * keeps the end of the message before and the start of the one after; "…" marks what it cut. */
 function neighbour(side, message) {
   if (!message || typeof message !== 'object') return null;
+  const text = String(message.content ?? '');
+  const cut = message.truncated === true;
   return el('p', { class: 'hit-neighbour', 'data-testid': `hit-${side}` },
-    el('span', { class: 'hit-role' }, `${speaker(message.role)}: `), String(message.content ?? ''));
+    el('span', { class: 'hit-role' }, `${speaker(message.role)}: `),
+    cut && side === 'before' ? `…${text}` : cut ? `${text}…` : text);
 }
 
 /** One search hit: title link (to the message), time and speaker, the snippet with its
