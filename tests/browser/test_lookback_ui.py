@@ -12,6 +12,8 @@ Each test ends with ``ui.assert_clean()``: no script error, no console error, no
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from typing import Any
 
@@ -91,13 +93,18 @@ async def check_search_card(page: Any, heron: str) -> Any:
     await expect(card.get_by_test_id("tool-summary")).to_have_text(
         "Searched your past conversations for «heron»"
     )
-    hit = card.locator(f'[data-testid="history-hit"][data-thread-id="{heron}"]').first
+    hit = card.locator(f'[data-testid="history-hit"][data-thread-id="{heron}"][data-role="user"]')
     link = hit.get_by_test_id("history-link")
     await expect(link).to_have_text("Heron walks")
     assert (await link.get_attribute("href") or "").startswith(f"#thread={heron}&message=")
     await expect(hit.get_by_test_id("history-time")).to_have_text(re.compile(r"^today, "))
     await expect(hit.get_by_test_id("history-snippet")).to_contain_text("heron")
     await expect(hit.get_by_test_id("search-mark").first).to_have_text(re.compile("^heron$", re.I))
+    # the message after the hit in its thread (the offline model's echo), dimmed below it
+    await expect(hit.get_by_test_id("hit-after")).to_have_text(
+        "Yuxi: You said: my old note: a grey heron nests by the mill"
+    )
+    await expect(hit.get_by_test_id("hit-before")).to_have_count(0)  # the thread's first
     # the JSON the model saw is one click away, ids and all
     raw = card.get_by_test_id("tool-result-text")
     await expect(raw).to_be_hidden()
@@ -110,6 +117,8 @@ async def check_search_card(page: Any, heron: str) -> Any:
 async def check_list_card(page: Any, titles: dict[str, str]) -> Any:
     card = tool_event(page, "list_threads").last
     await expect(card).to_have_attribute("data-status", "success")
+    # the asking thread is left out: only the others are listed
+    await expect(card.get_by_test_id("history-thread")).to_have_count(len(titles))
     for thread_id, title in titles.items():
         item = card.locator(f'[data-testid="history-thread"][data-thread-id="{thread_id}"]')
         await expect(item.get_by_test_id("history-link")).to_have_text(title)
@@ -208,5 +217,118 @@ async def test_times_read_as_words_in_the_browsers_locale(
     assert "Mar" in words["older"] and "2026" in words["older"] and "3" in words["older"]
     assert ISO_TIME.search(words["older"]) is None
     assert words["bad"] == ""
+    await api.aclose()
+    ui.assert_clean()
+
+
+# -- the search box over the thread list ----------------------------------------------------------
+
+
+def hits(page: Any) -> Any:
+    return page.get_by_test_id("search-hit")
+
+
+async def search_for(page: Any, query: str) -> None:
+    box = page.get_by_test_id("thread-search-input")
+    await box.fill(query)
+    await box.press("Enter")
+
+
+async def test_search_box_finds_messages_in_other_threads_and_opens_them(
+    live_server: LiveServer, container: Container, ui: UI, viewport: str
+) -> None:
+    page = ui.page
+    uid, token = await create_user_with_token(container, "sora")
+    api = live_server.client(token)  # memory stays off: the owner's search does not need it
+    heron = await titled_thread(api, "Heron walks", "my old note: a grey heron nests by the mill")
+    kettle = await titled_thread(api, "Kitchen <b>jobs</b>", "descale the kettle monthly")
+    hidden = await api.patch(f"/api/v1/threads/{kettle}", json={"recall_excluded": True})
+    assert hidden.status_code == 200, hidden.text
+    await titled_thread(api, "Today", "nothing to find here")
+    await ui.page.set_viewport_size(VIEWPORTS[viewport])
+    await page.goto(await login_link(live_server, container, uid))
+    await expect(page.get_by_test_id("transcript")).to_have_attribute("data-ready", "true")
+    await expect(page.get_by_test_id("thread-title")).to_have_text("Today")
+    searches: list[str] = []
+    page.on("request", lambda r: searches.append(r.url) if "/api/v1/search?" in r.url else None)
+
+    # typing waits for a pause: one request for the whole word
+    await in_sidebar(page, viewport)
+    box = page.get_by_test_id("thread-search-input")
+    await box.click()
+    await page.keyboard.type("heron", delay=40)
+    await expect(hits(page)).to_have_count(2)
+    assert len(searches) == 1 and "q=heron" in searches[0], searches
+    await expect(page.get_by_test_id("thread-list")).to_be_hidden()
+    status = page.get_by_test_id("thread-search-status")
+    await expect(status).to_have_text("2 messages match «heron».")
+    mine = page.locator('[data-testid="search-hit"][data-role="user"]')
+    await expect(mine.get_by_test_id("history-link")).to_have_text("Heron walks")
+    await expect(mine.get_by_test_id("history-time")).to_have_text(re.compile(r"^today, "))
+    await expect(mine.get_by_test_id("search-mark")).to_have_text(["heron"])
+    # the message after the hit, dimmed below it (the server's neighbour)
+    await expect(mine.get_by_test_id("hit-after")).to_contain_text(
+        "Yuxi: You said: my old note: a grey heron"
+    )
+    assert HEX_ID.search(await visible_text(page.get_by_test_id("thread-search"))) is None
+    await screen(page, viewport, "search-hits")
+    await ui.shot("search-hits")
+
+    # a hit opens its thread at the message; on a phone the drawer closes
+    await mine.get_by_test_id("history-link").click()
+    await expect(page.get_by_test_id("thread-title")).to_have_text("Heron walks")
+    marked = page.locator('[data-testid="message"][data-highlighted="true"]')
+    await expect(marked).to_contain_text("my old note: a grey heron nests by the mill")
+    await expect(marked).to_be_in_viewport()
+    if viewport == "phone":
+        await expect(page.get_by_test_id("sidebar")).to_be_hidden()
+    assert heron in page.url
+    await screen(page, viewport, "search-opened")
+
+    # a thread hidden from recall is still the owner's to search; its title stays text
+    await in_sidebar(page, viewport)
+    await search_for(page, "kettle")
+    await expect(hits(page)).to_have_count(2)
+    await expect(hits(page).first.get_by_test_id("history-link")).to_have_text(
+        "Kitchen <b>jobs</b>"
+    )
+    assert await page.locator("#thread-search b").count() == 0
+
+    # a newer query wins over an older one still on its way
+    async def slow(route: Any) -> None:
+        await asyncio.sleep(1.5)
+        with contextlib.suppress(Exception):  # the page aborted it: that is the point
+            await route.continue_()
+
+    await page.route(re.compile(r".*/api/v1/search\?q=heron.*"), slow)
+    await search_for(page, "heron")
+    await search_for(page, "kettle")
+    await expect(status).to_have_text("2 messages match «kettle».")
+    await page.wait_for_timeout(2000)  # the slow answer would have landed by now
+    await expect(status).to_have_text("2 messages match «kettle».")
+    await expect(hits(page).first.get_by_test_id("history-link")).to_have_text(
+        "Kitchen <b>jobs</b>"
+    )
+    await page.unroute(re.compile(r".*/api/v1/search\?q=heron.*"))
+
+    # nothing found, then a query the server refuses: its own words under the box
+    await search_for(page, "zebra")
+    await expect(status).to_have_text("No messages match «zebra».")
+    await expect(hits(page)).to_have_count(0)
+    refused = await api.get("/api/v1/search", params={"q": "?!…"})
+    assert refused.status_code == 400, refused.text
+    reason = refused.json()["error"]["message"]
+    await search_for(page, "?!…")
+    error = page.get_by_test_id("thread-search-error")
+    await expect(error).to_have_text(reason)
+    await expect(status).to_be_hidden()
+    await screen(page, viewport, "search-refused")
+
+    # Escape clears the box and brings the thread list back (the drawer stays open)
+    await box.press("Escape")
+    await expect(box).to_have_value("")
+    await expect(error).to_be_hidden()
+    await expect(page.get_by_test_id("thread-list")).to_be_visible()
+    await expect(page.get_by_test_id("thread-item")).to_have_count(3)
     await api.aclose()
     ui.assert_clean()

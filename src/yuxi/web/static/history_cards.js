@@ -58,7 +58,7 @@ function neighbour(side, message) {
 export function hitItem(hit, query, testid = 'history-hit') {
   return el('li', {
     class: 'history-hit', 'data-testid': testid,
-    'data-thread-id': hit.thread_id, 'data-message-id': hit.message_id ?? null,
+    'data-thread-id': hit.thread_id, 'data-message-id': hit.message_id ?? null, 'data-role': hit.role || null,
   },
   el('div', { class: 'hit-head' },
     threadLink(hit.thread_id, hit.title, hit.message_id ?? null, { 'data-testid': 'history-link' }),
