@@ -184,7 +184,7 @@ async def test_history_cards_read_like_answers_and_their_links_open_threads(
     gone = card.locator(f'[data-testid="history-thread"][data-thread-id="{kettle}"]')
     await gone.get_by_test_id("history-link").click()
     await expect(page.get_by_test_id("error-text")).to_have_text(
-        "That thread was deleted: it can no longer be opened."
+        "That thread was deleted: restore it from the trash (while it is there) to open it."
     )
     await expect(gone.get_by_test_id("thread-link-gone")).to_have_text("(deleted)")
     await expect(gone.get_by_test_id("history-link")).not_to_have_attribute("href", re.compile("."))

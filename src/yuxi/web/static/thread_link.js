@@ -31,7 +31,7 @@ function showGone(link) {
   link.dataset.gone = 'true';
   link.removeAttribute('href');
   link.setAttribute('aria-disabled', 'true');
-  link.title = 'This thread was deleted: it can no longer be opened.';
+  link.title = 'This thread was deleted: restore it from the trash (while it is there) to open it.';
   link.append(el('span', { class: 'thread-gone', 'data-testid': 'thread-link-gone' }, '(deleted)'));
 }
 

@@ -105,7 +105,7 @@ export async function openLinkedThread(threadId, messageId = null) {
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) {
       removeThread(threadId);
-      showError('That thread was deleted: it can no longer be opened.');
+      showError('That thread was deleted: restore it from the trash (while it is there) to open it.');
       return 'gone';
     }
     showError(`Could not open the thread: ${describe(err)}`);
