@@ -151,6 +151,22 @@ async def test_history_cards_read_like_answers_and_their_links_open_threads(
     await wait_idle(page)
     await check_list_card(page, {heron: "Heron walks", kettle: "Kitchen jobs"})
     await expect(page.get_by_test_id("assistant-reply").last).to_contain_text("«Kitchen jobs»")
+    # a read: the thread's title as the link, its messages by who said them
+    await send(page, f"read thread: {heron}")
+    await wait_idle(page)
+    read = tool_event(page, "read_thread_messages").last
+    await expect(read).to_have_attribute("data-status", "success")
+    await expect(read.get_by_test_id("tool-summary")).to_have_text("Read a past conversation")
+    await expect(read.get_by_test_id("history-link")).to_have_text("Heron walks")
+    await expect(read.get_by_test_id("history-message")).to_have_text(
+        [
+            "You: my old note: a grey heron nests by the mill",
+            "Yuxi: You said: my old note: a grey heron nests by the mill",
+        ]
+    )
+    await expect(page.get_by_test_id("assistant-reply").last).to_contain_text(
+        "Thread «Heron walks»:"
+    )
     await assert_no_ids_in_prose(page)
     await screen(page, viewport, "cards-live")
     await ui.shot("cards-live")
@@ -195,7 +211,7 @@ async def test_history_cards_read_like_answers_and_their_links_open_threads(
     ui.assert_clean()
 
 
-async def test_times_read_as_words_in_the_browsers_locale(
+async def test_times_read_as_words_and_search_words_are_marked(
     live_server: LiveServer, container: Container, ui: UI
 ) -> None:
     page = ui.page
@@ -217,6 +233,23 @@ async def test_times_read_as_words_in_the_browsers_locale(
     assert "Mar" in words["older"] and "2026" in words["older"] and "3" in words["older"]
     assert ISO_TIME.search(words["older"]) is None
     assert words["bad"] == ""
+    # the marks of a search: its words, simple forms of them, CJK two-character pieces
+    marked = await page.evaluate(
+        """async () => {
+          const { markRanges } = await import('./static/marks.js');
+          const cut = (text, query) => markRanges(text, query).map(([a, b]) => text.slice(a, b));
+          return {
+            forms: cut('She painted; he paints. A painter? Team tea, TEAS.', 'paint tea'),
+            cjk: cut('我喜欢乌龙茶，也喝绿茶。乌龙', '乌龙茶'),
+            width: cut('ＨＥＲＯＮ and heron', 'heron'),
+            none: cut('nothing here', '!!!'),
+          };
+        }"""
+    )
+    assert marked["forms"] == ["painted", "paints", "painter", "tea", "TEAS"]
+    assert marked["cjk"] == ["乌龙茶", "乌龙"]
+    assert marked["width"] == ["ＨＥＲＯＮ", "heron"]
+    assert marked["none"] == []
     await api.aclose()
     ui.assert_clean()
 
