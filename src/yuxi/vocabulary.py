@@ -73,6 +73,10 @@ MEMORY_VERSION_KINDS: Final = (
     "import",
 )
 
+#: The decisions an approval offers (``POST /api/v1/runs/{id}/resume``); a ``resume`` run
+#: carries one in its input.
+APPROVAL_DECISIONS: Final = ("approve", "reject")
+
 #: How an import lands (design.md §10.5): ``replace`` makes the file the imported one;
 #: ``append`` adds the imported entries not already there after the current ones. Both record
 #: one ``import`` version.

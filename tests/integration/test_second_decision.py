@@ -138,6 +138,9 @@ async def test_over_http_the_second_tab_gets_409_already_decided(
         f"/api/v1/runs/{interrupted}/resume", headers=auth, json={"decision": "approve"}
     )
     assert tab_b.status_code == 202, tab_b.text
+    assert tab_b.json()["decision"] == "approve"  # a resume run's view says what it decided
+    interrupted_view = await client.get(f"/api/v1/runs/{interrupted}", headers=auth)
+    assert interrupted_view.json()["decision"] is None  # a chat run decides nothing
     assert await worker.run_once()
 
     tab_a = await client.post(

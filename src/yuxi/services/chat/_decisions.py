@@ -15,9 +15,11 @@ from typing import Literal, cast
 
 from yuxi.db.models import AgentRun
 from yuxi.errors import AlreadyDecided, Conflict
-from yuxi.services.chat.views import DecisionView
+from yuxi.services.chat.views import DecisionView, recorded_decision
+from yuxi.vocabulary import APPROVAL_DECISIONS
 
-DECISIONS = ("approve", "reject")
+#: The decisions an approval offers.
+DECISIONS = APPROVAL_DECISIONS
 
 _PAST = {"approve": "approved", "reject": "rejected"}
 
@@ -38,12 +40,6 @@ def decision_of(run: AgentRun, interrupted_run_id: str) -> AgentRun:
             "it cannot be answered"
         )
     return run
-
-
-def recorded_decision(run: AgentRun) -> str | None:
-    """The decision a resume run carries (``None`` for anything else)."""
-    decision = (run.input_payload or {}).get("decision")
-    return decision if decision in DECISIONS else None
 
 
 def answer_again(decided: AgentRun, interrupted_run_id: str, decision: object) -> AgentRun:

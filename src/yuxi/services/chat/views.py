@@ -13,6 +13,7 @@ from typing import Any, Literal, cast
 from yuxi.db.models import AgentRun, Conversation, Message, RunEvent, ToolCall
 from yuxi.limits import EVENT_TEXT_BYTES
 from yuxi.utils.string_utils import truncate_utf8
+from yuxi.vocabulary import APPROVAL_DECISIONS
 
 __all__ = [
     "DecisionView",
@@ -24,6 +25,7 @@ __all__ = [
     "ThreadDetail",
     "ThreadSummary",
     "ToolCallSummary",
+    "recorded_decision",
     "run_view",
     "thread_summary",
 ]
@@ -175,6 +177,9 @@ class RunSummary:
     memory_snapshot: MemorySnapshotView | None
     #: ``None`` until the run settles (and for runs settled before usage was recorded).
     usage: RunUsageView | None
+    #: A ``resume`` run's decision (``approve`` / ``reject``) on ``created_by_run_id``;
+    #: ``None`` for any other run.
+    decision: str | None = None
 
 
 def run_view(run: AgentRun) -> RunSummary:
@@ -195,7 +200,16 @@ def run_view(run: AgentRun) -> RunSummary:
         if run.memory_snapshot_sha256 is None
         else MemorySnapshotView(run.memory_snapshot_sha256, run.memory_snapshot_bytes),
         usage=_usage_of(run.output),
+        decision=recorded_decision(run),
     )
+
+
+def recorded_decision(run: AgentRun) -> str | None:
+    """The decision a ``resume`` run carries (``None`` for any other run)."""
+    if run.run_type != "resume":
+        return None
+    decision = (run.input_payload or {}).get("decision")
+    return decision if decision in APPROVAL_DECISIONS else None
 
 
 @dataclass(frozen=True)
