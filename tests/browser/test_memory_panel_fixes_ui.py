@@ -38,9 +38,9 @@ PHONE = {"width": 390, "height": 844}
 NOTICE_GONE_MS = 13_000
 
 DELETE_MESSAGE = (
-    "It leaves your thread list and the assistant can no longer find or read it; you cannot open "
-    "it again. Its messages are kept: they stay in your account export until you delete your "
-    "account."
+    "It goes to the trash (at the foot of the thread list), where you can restore it for 30 days; "
+    "then it is removed for good with its messages, tool calls and runs. Until then it stays in "
+    "your account export, and the assistant can no longer find or read it."
 )
 
 #: Each named control whose centre is not the control itself (or inside it) is covered.
@@ -168,7 +168,7 @@ async def test_forgetting_with_a_deleted_thread_shows_a_notice_with_undo(
     choice = dialog.locator(".forget-choice")
     await expect(choice).to_have_text(
         "Also forget this line (you can undo this, or restore it later from Versions in the "
-        "memory panel)"
+        "memory panel; restoring the thread from the trash does not bring it back)"
     )
     await expect(dialog).not_to_contain_text("History")
     await screen(page, "1280-delete-dialog")

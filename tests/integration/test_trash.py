@@ -151,6 +151,9 @@ async def test_trash_over_http(container: Container, client: httpx.AsyncClient) 
     assert [t["thread_id"] for t in body["threads"]] == [thread]
     assert {"deleted_at", "purge_after", "memory_forgotten"} <= body["threads"][0].keys()
     assert (await client.get("/api/v1/trash", headers=other)).json()["threads"] == []
+    days_only = await client.get("/api/v1/trash?limit=0", headers=auth)  # the delete dialog's
+    assert days_only.json() == {"trash_days": 30, "threads": []}
+    assert (await client.get("/api/v1/trash?limit=201", headers=auth)).status_code == 422
     assert (await client.get("/api/v1/trash")).status_code == 401
 
     missing = await client.post(f"/api/v1/trash/{thread}/restore", headers=other)

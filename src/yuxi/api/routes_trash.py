@@ -4,19 +4,25 @@ or purge it at once."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
 
 from yuxi.api.deps import ServicesDep, UidDep
+from yuxi.limits import TRASH_LIST_MAX_THREADS
 from yuxi.services.chat import ThreadSummary, TrashList
 
 router = APIRouter(prefix="/api/v1/trash", tags=["threads"])
 
 
 @router.get("", response_model=TrashList)
-async def list_trash(uid: UidDep, services: ServicesDep) -> TrashList:
+async def list_trash(
+    uid: UidDep,
+    services: ServicesDep,
+    limit: int = Query(default=TRASH_LIST_MAX_THREADS, ge=0, le=TRASH_LIST_MAX_THREADS),
+) -> TrashList:
     """The caller's deleted threads, newest deletion first, each with ``deleted_at``,
-    ``purge_after`` and whether its deletion forgot the memory it wrote (not restored)."""
-    return await services.chat.trash.list_threads(uid)
+    ``purge_after`` and whether its deletion forgot the memory it wrote (not restored).
+    ``limit=0``: only ``trash_days`` (what the delete dialog says)."""
+    return await services.chat.trash.list_threads(uid, limit=limit)
 
 
 @router.post("/{thread_id}/restore", response_model=ThreadSummary)

@@ -120,8 +120,11 @@ class ThreadTrash:
         )
 
     async def list_threads(self, uid: str, *, limit: int = TRASH_LIST_MAX_THREADS) -> TrashList:
-        """The caller's deleted chat threads, newest deletion first."""
-        limit = max(1, min(int(limit), TRASH_LIST_MAX_THREADS))
+        """The caller's deleted chat threads, newest deletion first (``limit`` 0: none, only
+        the days)."""
+        limit = max(0, min(int(limit), TRASH_LIST_MAX_THREADS))
+        if limit == 0:
+            return TrashList(self.days, [])
         async with self._uow() as uow:
             rows = await uow.trash.list_deleted(uid, limit)
         return TrashList(self.days, [self._trashed(c, forgot) for c, forgot in rows])

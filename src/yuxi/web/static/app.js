@@ -57,6 +57,7 @@ import { commitRename, onRecallToggle, onRenameKey, startRename } from './thread
 import { onCopyThreadId, renderThreads, wireThreadList } from './thread_list.js';
 import { wireThreadLinks } from './thread_link.js';
 import { onSearchInput, onSearchKey, resetSearch } from './thread_search.js';
+import { onTrashToggle, renderTrash, wireTrash } from './trash.js';
 import {
   loadThreads, onArchive, onArchivedToggle, onDelete, onNewThread, onRestore, openLinkedThread,
   openSource, reloadThread, selectThread,
@@ -71,9 +72,11 @@ function wireModules() {
   wireMemoryPanel({ opening: closeFilesPanel });
   wireMemoryEntries({ openSource });
   wireThreadLinks({ open: openLinkedThread });
+  wireTrash({ open: selectThread, reload: loadThreads });
   wireDialog();
   wireAccount({ deleted: accountDeleted });
   subscribe(['threads', 'threadId', 'showArchived'], renderThreads);
+  subscribe(['showTrash', 'trash'], renderTrash);
   subscribe(['threadId'], (s) => { if (s.threadId) closeDrawer(); });
   subscribe(['token'], (s) => {
     if (!s.token) { resetFilesPanel(); setDrawer(false); resetAccount(); clearNotice(); resetSearch(); }
@@ -112,6 +115,8 @@ function wireDom() {
   $('archived-toggle').addEventListener('click', onArchivedToggle);
   $('thread-search-input').addEventListener('input', onSearchInput);
   $('thread-search-input').addEventListener('keydown', onSearchKey);
+  $('trash-toggle').addEventListener('click', onTrashToggle);
+  $('trash-back').addEventListener('click', onTrashToggle);
   $('copy-thread-id').addEventListener('click', onCopyThreadId);
   // another tab or session may have changed what this page shows (sync.js says why on return)
   document.addEventListener('visibilitychange', refreshOnReturn);
@@ -175,6 +180,7 @@ function wireDom() {
 /** The first render of everything the store drives; later ones follow its changes. */
 function renderAll() {
   renderThreads();
+  renderTrash();
   updateComposer();
   renderMemorySwitch();
   renderRawEditor();

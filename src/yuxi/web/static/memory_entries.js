@@ -76,6 +76,10 @@ function sourceLine(source) {
           hooks.openSource(source.thread_id, source.message_id ?? null);
         },
       }, source.thread_title || 'a thread'), when ? `, ${when}` : '');
+    } else if (!source.thread_id) {
+      // purged from the trash: the version keeps the text, not the link (design.md §12.3)
+      line.append(el('span', { 'data-testid': 'memory-entry-source-gone' },
+        `from a deleted thread${when ? `, ${when}` : ''}`));
     } else {
       line.append(`from a thread${when ? `, ${when}` : ''} · `,
         el('span', { 'data-testid': 'memory-entry-source-gone' }, 'source no longer available'));

@@ -21,13 +21,15 @@ function describeVersion(v) {
 
 /** Which thread an agent's version came from: a real title in quotes, else plain words. */
 function originLine(v) {
-  if (v.actor !== 'agent' || !v.thread_id) return null;
+  if (v.actor !== 'agent') return null;
   const gone = v.source_available === false;
   const attrs = {
     class: 'small muted version-origin',
     'data-testid': 'memory-version-origin',
     'data-available': gone ? 'false' : 'true',
   };
+  // purged from the trash: the version keeps its text, not the link (design.md §12.3)
+  if (!v.thread_id) return el('div', attrs, 'in ', el('span', { class: 'origin-placeholder' }, 'a deleted thread'));
   if (!gone && v.thread_title) return el('div', attrs, `in “${v.thread_title}”`);
   return el('div', attrs, 'in ', el('span', { class: 'origin-placeholder' },
     gone ? 'a thread no longer available' : 'a thread'));

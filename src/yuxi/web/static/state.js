@@ -14,6 +14,8 @@ const store = {
   enableMemory: false,
   threads: Object.freeze([]),
   showArchived: false, // the sidebar lists archived threads instead of the ordinary ones
+  showTrash: false, // the sidebar shows the trash (deleted threads) instead of any list
+  trash: null, // GET /trash: {trash_days, threads}, or null before loading
   threadId: null,
   viewGen: 0, // bumped whenever the transcript is re-targeted; stale async work checks it
   follow: null, // {runId, threadId, controller}: the run followed live, if any
@@ -66,6 +68,8 @@ export function signedOut() {
     enableMemory: false,
     threads: Object.freeze([]),
     showArchived: false,
+    showTrash: false,
+    trash: null,
     threadId: null,
     viewGen: store.viewGen + 1,
     follow: null,
@@ -93,6 +97,20 @@ export function replaceThread(thread) {
 
 export function setShowArchived(show) {
   update({ showArchived: Boolean(show) });
+}
+
+export function setShowTrash(show) {
+  update({ showTrash: Boolean(show) });
+}
+
+/** The trash as the server listed it ({trash_days, threads}), or null (not loaded). */
+export function setTrash(trash) {
+  update({
+    trash: trash ? Object.freeze({
+      trash_days: trash.trash_days,
+      threads: Object.freeze((trash.threads || []).map((t) => Object.freeze({ ...t }))),
+    }) : null,
+  });
 }
 
 export function addThread(thread) {

@@ -1,11 +1,14 @@
-// The thread delete dialog: it shows the lines of memory the thread wrote (GET
-// /threads/{id}/memory: entries whose source is one of its runs) and lets the user choose to forget
-// them with the thread (DELETE ?forget_memory=true, one undoable "forget" version) or keep them.
-// Without that choice memory is left as it is. Text only ever reaches the page as text nodes.
+// The thread delete dialog: it says the thread goes to the trash for the server's days (trash.js),
+// shows the lines of memory the thread wrote (GET /threads/{id}/memory: entries whose source is one
+// of its runs) and lets the user choose to forget them with the thread (DELETE
+// ?forget_memory=true, one undoable "forget" version; a restore from the trash does not bring
+// them back) or keep them. Without that choice memory is left as it is. Text only ever reaches
+// the page as text nodes.
 
 import { api, describe, threadPath } from './api.js';
 import { confirmDialog } from './dialog.js';
 import { el } from './dom.js';
+import { deletionWords, trashDays } from './trash.js';
 
 /** What the thread wrote to memory, or an error to show instead of it. */
 async function writtenLines(threadId) {
@@ -40,28 +43,28 @@ function memorySection({ lines, error }, checkbox) {
     el('label', { class: 'forget-choice' },
       checkbox,
       ` Also forget ${one ? 'this line' : 'these lines'} (you can undo this, or restore `
-        + `${one ? 'it' : 'them'} later from Versions in the memory panel)`));
+        + `${one ? 'it' : 'them'} later from Versions in the memory panel; restoring the thread `
+        + `from the trash does not bring ${one ? 'it' : 'them'} back)`));
 }
 
 /**
  * Ask whether to delete the thread, showing what it wrote to memory. Resolves null when the
- * user keeps the thread, else {forget}: whether its lines go with it.
+ * user keeps the thread, else {forget, days}: whether its lines go with it, and how many days
+ * it stays in the trash (null: unknown).
  */
 export async function askDeleteThread(threadId, title) {
-  const written = await writtenLines(threadId);
+  const [written, days] = await Promise.all([writtenLines(threadId), trashDays()]);
   const checkbox = el('input', { type: 'checkbox', 'data-testid': 'forget-memory' });
   const ok = await confirmDialog({
     title: `Delete “${title}”?`,
-    // a soft delete: the thread's status becomes deleted; its rows go only with the account
-    message: 'It leaves your thread list and the assistant can no longer find or read it; you '
-      + 'cannot open it again. Its messages are kept: they stay in your account export until '
-      + 'you delete your account.',
+    // to the trash: restorable for the server's YUXI_TRASH_DAYS, then purged whole
+    message: deletionWords(days),
     confirm: 'Delete thread',
     danger: true,
     extra: memorySection(written, checkbox),
   });
   if (!ok) return null;
-  return { forget: written.lines.length > 0 && checkbox.checked };
+  return { forget: written.lines.length > 0 && checkbox.checked, days };
 }
 
 /** Delete the thread, with its memory lines when asked; the forget's answer (or null). */

@@ -13,6 +13,7 @@ import { addReceipt, markUndoneReceipts } from './memory_receipt.js';
 import { followRun, stopFollowing } from './run.js';
 import { showStartHint } from './start_hint.js';
 import { askDeleteThread, deleteThread } from './thread_delete.js';
+import { noteTrashed } from './trash.js';
 import {
   addThread, isCurrentView, openThread, removeThread, setShowArchived, setThreads, state,
 } from './state.js';
@@ -70,6 +71,8 @@ export async function discardNewThread(threadId) {
     const detail = await api('GET', threadPath(threadId));
     if ((detail.messages || []).length) return false;
     await api('DELETE', threadPath(threadId));
+    // it never held anything: nothing to keep in the trash either
+    await api('DELETE', `/trash/${encodeURIComponent(threadId)}`).catch(() => {});
   } catch {
     return false;
   }
@@ -243,6 +246,7 @@ export async function onDelete() {
     const forgotten = await deleteThread(id, choice);
     removeThread(id);
     showEmptyThread();
+    noteTrashed(id, title, choice.days, { quiet: Boolean(forgotten?.version) });
     if (forgotten?.version) {
       const n = forgotten.removed.length;
       setMemoryStatus(`Forgot ${n === 1 ? '1 line' : `${n} lines`} with the deleted thread.`, {
