@@ -15,6 +15,9 @@ messages and threads that answer it. Per user:
 * three ``temporal`` topics come up in three different months each (nowhere else); a question
   asks for one month (``after``/``before`` = that month), or for the earliest (``before``) or
   the latest (``after``) mention;
+* every ``reply`` fact (:mod:`benchmarks.b7.replies`) is one exchange: the user's question
+  and, right after it in the same thread, the assistant's answer; asked twice later in words of
+  the question and none of the answer's line, which is the label;
 * filler threads until the user has its share of messages.
 
 A query is what a model would send: the question's content words (English: its words minus stop
@@ -38,6 +41,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from benchmarks.b7.en import ENGLISH
+from benchmarks.b7.replies import plant_replies
 from benchmarks.b7.specs import Language
 from benchmarks.b7.terms import is_cjk, terms
 from benchmarks.b7.zh import CHINESE
@@ -53,7 +57,7 @@ __all__ = [
     "shared_fraction",
 ]
 
-CATEGORIES = ("single", "paraphrase", "multi", "temporal")
+CATEGORIES = ("single", "paraphrase", "multi", "temporal", "reply")
 LANGUAGES = {"en": ENGLISH, "zh": CHINESE}
 #: Mixed into every thread id. B4's generator draws its thread ids from the same seeded stream
 #: (``random.Random(0)``): where both draw 128 bits at the same offset they would get the same id,
@@ -200,18 +204,23 @@ class _UserBuilder:
 
     def planted_thread(self, month: int, title: str, text: str) -> _Line:
         """A thread of 2-5 exchanges with ``text`` as one user line (answered by an ack)."""
+        return self.planted_exchange(month, title, text, None)[0]
+
+    def planted_exchange(
+        self, month: int, title: str, text: str, reply: str | None
+    ) -> tuple[_Line, _Line]:
+        """A thread of 2-5 exchanges, one of them the user's ``text`` and right after it the
+        assistant's ``reply`` (None: an ack); returns those two lines."""
         rng = self.rng
         planted = self.line("user", text)
+        answer = self.line("assistant", rng.choice(self.lang.acks) if reply is None else reply)
         lines: list[_Line] = []
         count = rng.randint(2, 5)
         at = rng.randrange(count)
         for i in range(count):
-            if i == at:
-                lines += [planted, self.line("assistant", rng.choice(self.lang.acks))]
-            else:
-                lines += self.exchange()
+            lines += [planted, answer] if i == at else self.exchange()
         self.plans.append(_Plan(month, title, lines))
-        return planted
+        return planted, answer
 
     def query(self, template: str, values: Mapping[str, str]) -> tuple[str, str, list[str]]:
         """(question, query, content words) of a question template."""
@@ -326,6 +335,7 @@ def _user(rng: random.Random, lang: Language, uid: str, messages: int) -> _UserB
     _facts(b)
     _multis(b)
     _temporal(b)
+    plant_replies(b)
     distractors = b.distractors
     have = sum(len(p.lines) for p in b.plans)
     while have < messages or distractors:

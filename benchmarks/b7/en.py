@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import calendar
 
+from benchmarks.b7.replies import EN_REPLIES
 from benchmarks.b7.specs import FactSpec, Language, MultiSpec
 
 __all__ = ["ENGLISH"]
@@ -61,6 +62,15 @@ POOLS: dict[str, tuple[str, ...]] = {
     "weekday": _w("Monday, Tuesday, Wednesday, Friday"),
     "book": _w("a detective novel, a history of maps, a memoir, a sci-fi trilogy"),
     "sport": _w("yoga, swimming, climbing, badminton"),
+    # answers of the reply facts: pools of their own (no ``any_`` field draws from them)
+    "novel": _w("Middlemarch, The Hobbit, Moby-Dick, Rebecca, Dracula, Walden, Beloved, Ulysses"),
+    "gift": _w(
+        "leather journal, pasta maker, telescope, pottery class, hammock, espresso grinder, "
+        "chess set, bonsai tree"
+    ),
+    "roast": _w("roast duck, lamb tagine, grilled salmon, beef bourguignon, mushroom pie"),
+    "wine": _w("Rioja, Riesling, Barolo, Sancerre, Malbec, Chianti, Beaujolais"),
+    "plant": _w("pothos, aspidistra, philodendron, calathea, aglaonema, peperomia, monstera"),
 }
 
 FACTS = (
@@ -397,6 +407,7 @@ ENGLISH = Language(
     pools=POOLS,
     facts=FACTS,
     multis=MULTIS,
+    replies=EN_REPLIES,
     topics=TOPICS,
     topic_events=TOPIC_EVENTS,
     temporal_questions=TEMPORAL_QUESTIONS,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["FactSpec", "Language", "MultiSpec"]
+__all__ = ["FactSpec", "Language", "MultiSpec", "ReplySpec"]
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,31 @@ class MultiSpec:
 
 
 @dataclass(frozen=True)
+class ReplySpec:
+    """A user's question answered by the assistant's very next line; asked again months later.
+
+    The later question shares content words with the user's line (``asks``) and none with the
+    assistant's (``replies``, which hold the answer): a word search finds the ask, and only the
+    ask's neighbour holds the answer.
+    """
+
+    key: str
+    slots: Mapping[str, str]
+    answer: tuple[str, ...]  # the slots whose values answer the question (only in the reply)
+    asks: tuple[str, ...]  # the user's line: the topic's words, never the answer
+    replies: tuple[str, ...]  # the assistant's answer: no word of any question
+    questions: tuple[str, ...]  # asked later: words of the ask, never the answer
+    distractors: tuple[str, ...]  # other user lines sharing the ask's words, never the answer
+    title: str
+
+
+@dataclass(frozen=True)
 class Language:
     code: str
     pools: Mapping[str, tuple[str, ...]]
     facts: tuple[FactSpec, ...]
     multis: tuple[MultiSpec, ...]
+    replies: tuple[ReplySpec, ...]
     topics: tuple[str, ...]  # temporal topics: each only ever in its planted lines
     topic_events: tuple[str, ...]  # user lines about a topic (field ``noun``)
     temporal_questions: Mapping[str, str]  # "window" / "before" / "after" (``noun``, ``when``)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from benchmarks.b7.replies import ZH_REPLIES
 from benchmarks.b7.specs import FactSpec, Language, MultiSpec
 
 __all__ = ["CHINESE"]
@@ -43,6 +44,12 @@ POOLS: dict[str, tuple[str, ...]] = {
     "weekday": _w("周一 周二 周三 周五"),
     "book": _w("一本推理小说 一本地图史 一本回忆录 一套科幻小说"),
     "sport": _w("瑜伽 游泳 攀岩 羽毛球"),
+    # answers of the reply facts: pools of their own (no ``any_`` field draws from them)
+    "novel": _w("《围城》 《活着》 《边城》 《三体》 《白鹿原》 《长恨歌》 《繁花》 《呼兰河传》"),
+    "gift": _w("皮面笔记本 意式咖啡机 天文望远镜 陶艺体验课 吊床 国际象棋 盆景 手冲壶"),
+    "roast": _w("烤鸭 羊肉煲 香煎三文鱼 炖牛腩 蘑菇派 白切鸡"),
+    "wine": _w("里奥哈 雷司令 巴罗洛 桑塞尔 马尔贝克 基安蒂 博若莱"),
+    "plant": _w("绿萝 虎尾兰 龟背竹 吊兰 一叶兰 金钱树 白掌"),
 }
 
 FACTS = (
@@ -280,7 +287,7 @@ STOP_WORDS = frozenset(
     _w(
         "我 我们 我的 你 他 她 它 的 了 是 在 哪 哪里 哪儿 哪个 哪家 哪种 哪所 哪位 哪些 哪天 "
         "什么 吗 呢 吧 说 过 跟 和 对 给 有 怎么 怎么样 多少 谁 几 去 要 会 那 这 还 都 又 "
-        "让 叫 以 把 被 从"
+        "让 叫 以 把 被 从 哪本"
     )
 )
 
@@ -342,6 +349,7 @@ CHINESE = Language(
     pools=POOLS,
     facts=FACTS,
     multis=MULTIS,
+    replies=ZH_REPLIES,
     topics=TOPICS,
     topic_events=TOPIC_EVENTS,
     temporal_questions=TEMPORAL_QUESTIONS,

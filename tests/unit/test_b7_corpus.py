@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import importlib
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from typing import Any
 
 import pytest
-from benchmarks.b7.corpus import CATEGORIES, Corpus, build_corpus, shared_fraction
-from benchmarks.b7.terms import terms
+from benchmarks.b7.corpus import CATEGORIES, LANGUAGES, Corpus, build_corpus, shared_fraction
+from benchmarks.b7.en import ENGLISH
+from benchmarks.b7.replies import reply_clashes
+from benchmarks.b7.terms import is_cjk, terms
+from benchmarks.b7.zh import CHINESE
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +53,14 @@ def test_labels(corpus: Corpus) -> None:
     threads = {t.index: t for t in corpus.threads}
     for q in corpus.questions:
         answers = [corpus.messages[k] for k in q.answer_messages]
-        assert answers and all(m.uid == q.uid and m.role == "user" for m in answers), q
+        role = "assistant" if q.category == "reply" else "user"
+        assert answers and all(m.uid == q.uid and m.role == role for m in answers), q
         assert {threads[m.thread].thread_id for m in answers} == set(q.answer_threads)
         for m in answers:
             assert any(w.lower() in m.content.lower() for w in q.answer_words), (q, m.content)
         if q.category == "multi":
             assert len(set(q.answer_threads)) == 2
-        if q.category in ("single", "paraphrase"):
+        if q.category in ("single", "paraphrase", "reply"):
             assert not any(w.lower() in q.query.lower() for w in q.answer_words), q
         if q.category == "paraphrase":  # shares some content words, never most
             assert set(terms(q.query)) - set(terms(answers[0].content)), q
@@ -86,7 +93,7 @@ def test_temporal_answers_are_the_only_mentions_inside_their_dates(corpus: Corpu
 
 def test_fact_answers_appear_only_in_their_labelled_lines(corpus: Corpus) -> None:
     for q in corpus.questions:
-        if q.category not in ("single", "paraphrase"):
+        if q.category not in ("single", "paraphrase", "reply"):
             continue
         holders = {
             m.key
@@ -94,6 +101,73 @@ def test_fact_answers_appear_only_in_their_labelled_lines(corpus: Corpus) -> Non
             if m.uid == q.uid and any(w in m.content for w in q.answer_words)
         }
         assert holders == set(q.answer_messages), q
+
+
+_stemmer: Any = importlib.import_module("Stemmer").Stemmer("english")
+
+
+def _product_terms(text: str, *, stored: bool) -> set[str]:
+    """The product's terms (migration 0012) as B7's terms: Latin words by their Snowball English
+    stem; a stored message also holds every single CJK character of its runs."""
+    out = {_stemmer.stemWord(t) if t.isascii() and t.isalpha() else t for t in terms(text)}
+    return out | {ch for ch in text if is_cjk(ch)} if stored else out
+
+
+def test_reply_labels_are_the_assistants_answer_right_after_the_ask(corpus: Corpus) -> None:
+    by_thread: dict[int, list[int]] = {}
+    for m in corpus.messages:
+        by_thread.setdefault(m.thread, []).append(m.key)
+    replies = [q for q in corpus.questions if q.category == "reply"]
+    specs = {lang: {s.key for s in LANGUAGES[lang].replies} for lang in ("en", "zh")}
+    for lang in ("en", "zh"):  # every spec, asked twice for every user of the language
+        users = [u for u, code in corpus.user_langs.items() if code == lang]
+        per_user = Counter((q.uid, q.spec) for q in replies if q.lang == lang)
+        assert per_user == {(u, s): 2 for u in users for s in specs[lang]}
+    for q in replies:
+        (key,) = q.answer_messages
+        label = corpus.messages[key]
+        thread = by_thread[label.thread]
+        at = thread.index(key)
+        assert at > 0 and label.role == "assistant", q
+        ask = corpus.messages[thread[at - 1]]
+        assert ask.role == "user" and ask.uid == q.uid and ask.thread == label.thread, q
+        assert label.created_at - ask.created_at <= timedelta(minutes=6), q
+        assert not any(w.lower() in ask.content.lower() for w in q.answer_words), q
+        # the query reaches the ask by its words, and the reply only as the ask's neighbour
+        query = _product_terms(q.query, stored=False)
+        assert query & _product_terms(ask.content, stored=True), q
+        assert not query & _product_terms(label.content, stored=True), (q, label.content)
+        assert not set(terms(q.query)) & set(terms(label.content)), q
+        if q.lang == "en":
+            words = q.query.split()
+            assert shared_fraction(words, ask.content) > 0
+            assert shared_fraction(words, label.content) == 0
+
+
+def test_reply_clashes_sees_stems_characters_and_run_together_bigrams() -> None:
+    assert reply_clashes(["name", "beagle"], "How about Pickle?") == []
+    assert reply_clashes(["suggest", "beagle"], "I suggested Pickle.") == ["suggest"]
+    assert reply_clashes(["name"], "I named it Pickle.") == ["name"]
+    assert reply_clashes(["名字", "边牧"], "叫汤圆怎么样？") == []
+    assert reply_clashes(["起"], "喊起来响亮") == ["起"]  # the product stores single characters
+    assert reply_clashes(["汤", "圆"], "叫汤圆吧") == ["汤", "圆", "汤圆"]
+    assert reply_clashes(["推", "荐书"], "推荐书单") == ["推", "荐书", "推荐书"]
+
+
+@pytest.mark.parametrize("lang", [ENGLISH, CHINESE])
+def test_a_reply_template_naming_the_question_words_is_refused(
+    lang: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = lang.replies[0]
+    leaky = spec.replies[0] + " " + spec.questions[0].replace("|", "").format(kind="{kind}")
+    bad = replace(spec, replies=(leaky,))
+    monkeypatch.setitem(LANGUAGES, lang.code, replace(lang, replies=(bad,)))
+    with pytest.raises(ValueError, match=r"\] in the reply"):
+        build_corpus(seed=0, users=2, messages=(100, 120))
+    leaky_answer = replace(spec, questions=tuple(f"{t} {{pet}}" for t in spec.questions))
+    monkeypatch.setitem(LANGUAGES, lang.code, replace(lang, replies=(leaky_answer,)))
+    with pytest.raises(ValueError, match="answer in query"):
+        build_corpus(seed=0, users=2, messages=(100, 120))
 
 
 def test_cjk_queries_come_both_run_together_and_spaced(corpus: Corpus) -> None:
