@@ -1,9 +1,10 @@
 """R6 tenancy: randomized probes with other users' thread, run and message ids.
 
 Victims fill their accounts through the real HTTP API with unique secret markers — in thread
-titles, chat messages, replies and run events, tool calls, MEMORY.md, an archived thread and an
-interrupted run waiting for approval. Attackers then probe, in random order, every API route
-that takes an id (thread view/runs/archive/unarchive/delete, run view/events/resume/cancel) with
+titles, chat messages, replies and run events, tool calls, MEMORY.md, an archived thread, a
+thread in the trash and an interrupted run waiting for approval. Attackers then probe, in random
+order, every API route that takes an id (thread view/runs/archive/unarchive/delete, the trash's
+restore and delete now, run view/events/resume/cancel) with
 the victims' ids, list their own threads and memory, call the history tools directly with
 foreign thread and message ids and with searches for the markers' prefixes, and drive the
 offline model to do the same. Asserted: 0 foreign bytes in any response (no marker tail, no
@@ -55,6 +56,7 @@ class Victim:
     messages: list[int] = field(default_factory=list)
     interrupted: str = ""
     memory_sha: str = ""
+    trashed: str = ""  # a deleted thread, in the trash
 
 
 @dataclass
@@ -100,6 +102,12 @@ async def _victim(server: LiveServer, container: Container, n: int) -> Victim:
         v.markers.append(m4)
         v.interrupted = paused["run_id"]
         v.runs.append(v.interrupted)
+        resp = await c.post("/api/v1/threads", json={"title": f"trashed {(m5 := marker())}"})
+        v.trashed = resp.json()["thread_id"]
+        await _say(c, v.trashed, f"a secret in the trash {(m6 := marker())}")
+        assert (await c.delete(f"/api/v1/threads/{v.trashed}")).status_code == 204
+        trash = (await c.get("/api/v1/trash")).text
+        assert m5[len(PREFIX) + 8 :] in trash  # the owner sees it in the trash
         for thread in v.threads:
             detail = (await c.get(f"/api/v1/threads/{thread}")).json()
             v.messages += [m["message_id"] for m in detail["messages"]]
@@ -109,6 +117,7 @@ async def _victim(server: LiveServer, container: Container, n: int) -> Victim:
     v.memory_sha = hashlib.sha256(memory_file(container, uid).read_bytes()).hexdigest()
     assert m1 in memory_file(container, uid).read_text()
     assert all(m[len(PREFIX) + 8 :] in own for m in v.markers)
+    v.markers += [m5, m6]  # the trashed thread's: forbidden to others too
     lookback = container.services.lookback
     found = await tool_payload(lambda: lookback.search_thread_messages(uid=uid, query=m2))
     assert m2 in json.dumps(found), found
@@ -138,7 +147,7 @@ class Probes:
         # victims' uids; thread ids of victims only where the attacker did not send them.
         self.forbidden = [m[len(PREFIX) + 8 :] for v in victims for m in v.markers]
         self.forbidden += [v.uid for v in victims]
-        self.victim_threads = [t for v in victims for t in v.threads]
+        self.victim_threads = [t for v in victims for t in [*v.threads, v.trashed]]
         self.kinds: Counter[str] = Counter()
         self.failures: list[str] = []
         self.bytes_scanned = 0
@@ -179,6 +188,12 @@ def _http_probes(a: Attacker, v: Victim, rng: random.Random) -> dict[str, Callab
             json={"decision": rng.choice(["approve", "reject"])},
         ),
         "cancel": lambda: c.post(f"/api/v1/runs/{run}/cancel"),
+        "restore from the trash": lambda: c.post(
+            f"/api/v1/trash/{rng.choice([v.trashed, thread])}/restore"
+        ),
+        "delete now from the trash": lambda: c.delete(
+            f"/api/v1/trash/{rng.choice([v.trashed, thread])}"
+        ),
     }
 
 
@@ -192,7 +207,10 @@ async def _probe(
         resp = await make()
         p.check(f"http {kind}", resp.text, resp.status_code == 404, f"status {resp.status_code}")
     elif surface < 0.65:  # own listings and own memory over HTTP
-        if rng.random() < 0.5:
+        if rng.random() < 0.2:
+            resp = await a.client.get("/api/v1/trash")
+            p.check("http own trash", resp.text, resp.status_code == 200, "", listing=True)
+        elif rng.random() < 0.5:
             archived = rng.choice(["true", "false"])
             resp = await a.client.get(f"/api/v1/threads?include_archived={archived}&limit=200")
             p.check("http list threads", resp.text, resp.status_code == 200, "", listing=True)
@@ -308,6 +326,8 @@ async def test_randomized_cross_tenant_probes(
         async with live_server.client(v.token) as c:
             statuses = [(await c.get(f"/api/v1/threads/{t}")).json()["status"] for t in v.threads]
             assert statuses == ["active", "archived", "active"], statuses
+            trash = (await c.get("/api/v1/trash")).json()["threads"]
+            assert [t["thread_id"] for t in trash] == [v.trashed], trash
             for run_id in v.runs:
                 run = (await c.get(f"/api/v1/runs/{run_id}")).json()
                 assert not run["cancel_requested"], run
