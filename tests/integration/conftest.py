@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from yuxi.api.app import create_app
 from yuxi.bootstrap import Container, build_worker, open_agent_runtime
 from yuxi.db.engine import create_engine
 from yuxi.runtime.worker import Worker
@@ -28,3 +30,12 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
         yield engine
     finally:
         await engine.dispose()
+
+
+@pytest.fixture
+async def client(container: Container) -> AsyncIterator[httpx.AsyncClient]:
+    """The HTTP API on the container's services, in process (no worker: runs stay queued)."""
+    app = create_app(container, workers=0)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://yuxi.test") as client:
+        yield client

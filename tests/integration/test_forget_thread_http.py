@@ -6,22 +6,11 @@ changed)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import httpx
-import pytest
 
 from tests.support.factories import make_run, memory_file, remember, sha256_of
-from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
-
-
-@pytest.fixture
-async def client(container: Container) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(container, workers=0)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://yuxi.test") as client:
-        yield client
 
 
 async def _user(c: Container, name: str) -> tuple[str, dict[str, str]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -21,7 +20,6 @@ from sqlalchemy import update
 
 from tests.support.factories import make_run
 from tests.support.history import new_thread, seed_user, text_size, tx
-from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation
 from yuxi.errors import MemoryDisabled
@@ -30,14 +28,6 @@ from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.services.lookback import json_bytes
 
 pytestmark = pytest.mark.pg
-
-
-@pytest.fixture
-async def client(container: Container) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(container, workers=0)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://yuxi.test") as client:
-        yield client
 
 
 async def search(container: Container, uid: str, query: str, **kw: Any) -> dict[str, Any]:

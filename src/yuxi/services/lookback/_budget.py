@@ -13,7 +13,7 @@ Every cut is on a code point boundary (never U+FFFD) and is marked with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from yuxi.limits import SEARCH_SNIPPET_BYTES, TOOL_ITEM_BYTES
@@ -69,15 +69,20 @@ def fit_json_text(value: str, max_bytes: int) -> tuple[str, bool]:
     room = max_bytes - _RIGHT_MARKER_BYTES
     if room < 0:
         return "", True
+    return value[: _fitting(value, room)] + TRUNCATION_MARKER, True
+
+
+def _fitting(chars: Iterable[str], room: int) -> int:
+    """How many of ``chars``, taken in order, fit in ``room`` bytes of JSON string."""
     used = 0
     keep = 0
-    for ch in value:
+    for ch in chars:
         cost = _char_cost(ch)
         if used + cost > room:
             break
         used += cost
         keep += 1
-    return value[:keep] + TRUNCATION_MARKER, True
+    return keep
 
 
 def fit_json_text_tail(value: str, max_bytes: int) -> tuple[str, bool]:
@@ -88,15 +93,7 @@ def fit_json_text_tail(value: str, max_bytes: int) -> tuple[str, bool]:
     room = max_bytes - _LEFT_MARKER_BYTES
     if room < 0:
         return "", True
-    used = 0
-    keep = 0
-    for ch in reversed(value):
-        cost = _char_cost(ch)
-        if used + cost > room:
-            break
-        used += cost
-        keep += 1
-    return SNIPPET_LEFT_MARKER + value[len(value) - keep :], True
+    return SNIPPET_LEFT_MARKER + value[len(value) - _fitting(reversed(value), room) :], True
 
 
 # -- search snippets ---------------------------------------------------------------------------

@@ -143,6 +143,19 @@ def _reindex(bind: sa.Connection, low: int, high: int) -> None:
     )
 
 
+def _reindex_all(bind: sa.Connection) -> None:
+    """Every indexed message under the terms functions as they are now, batch by batch (each
+    batch its own transaction: call inside an autocommit block), then fresh statistics."""
+    top = bind.execute(
+        sa.text("SELECT coalesce(max(message_id), 0) FROM message_search")
+    ).scalar_one()
+    low = 0
+    while low < top:
+        _reindex(bind, low, low + BATCH)
+        low += BATCH
+    bind.execute(sa.text("ANALYZE message_search"))
+
+
 def _create_dictionary() -> None:
     """``DICTIONARY`` in the current schema (a second run finds it there)."""
     op.execute(
@@ -179,14 +192,7 @@ def upgrade() -> None:
         # Every message committed from here on is indexed with the new terms (the triggers call
         # the functions by name); the older ones are rewritten batch by batch, each committed
         # on its own so no writer waits on more than one batch's thread totals.
-        top = bind.execute(
-            sa.text("SELECT coalesce(max(message_id), 0) FROM message_search")
-        ).scalar_one()
-        low = 0
-        while low < top:
-            _reindex(bind, low, low + BATCH)
-            low += BATCH
-        op.execute("ANALYZE message_search")
+        _reindex_all(bind)
 
 
 def downgrade() -> None:
@@ -195,13 +201,7 @@ def downgrade() -> None:
     bind = op.get_bind()
     op.execute(_terms_0008().TERMS_FUNCTION)
     with op.get_context().autocommit_block():
-        top = bind.execute(
-            sa.text("SELECT coalesce(max(message_id), 0) FROM message_search")
-        ).scalar_one()
-        low = 0
-        while low < top:
-            _reindex(bind, low, low + BATCH)
-            low += BATCH
+        _reindex_all(bind)
     op.execute("DROP TRIGGER IF EXISTS message_search_recounted ON message_search")
     op.execute("DROP FUNCTION IF EXISTS yuxi_recount_indexed()")
     op.execute("DROP FUNCTION IF EXISTS yuxi_query_terms(text)")
