@@ -207,6 +207,19 @@ async def test_history_cards_read_like_answers_and_their_links_open_threads(
     await expect(page.get_by_test_id("thread-title")).to_have_text(here or "")
     assert await page.evaluate("window.__sameDocument") is True
     await screen(page, viewport, "deleted-link")
+
+    # a thread archived since opens in the Archived view, restorable, its box shut
+    assert (await api.post(f"/api/v1/threads/{heron}/archive")).status_code == 200
+    await (
+        tool_event(page, "search_thread_messages").last.get_by_test_id("history-link").first.click()
+    )
+    await expect(page.get_by_test_id("thread-title")).to_have_text("Heron walks")
+    await expect(page.get_by_test_id("thread-archived-note")).to_be_visible()
+    await expect(page.get_by_test_id("restore-thread")).to_be_visible()
+    await expect(page.get_by_test_id("message-input")).to_be_disabled()
+    await in_sidebar(page, viewport)
+    await expect(page.get_by_test_id("archived-toggle")).to_have_attribute("aria-pressed", "true")
+    assert await page.evaluate("window.__sameDocument") is True
     await api.aclose()
     ui.assert_clean()
 

@@ -115,9 +115,15 @@ export async function openLinkedThread(threadId, messageId = null) {
     return 'failed';
   }
   if (!isCurrentView(gen)) return 'failed'; // another thread was opened meanwhile
-  // a thread past the listed ones still gets its header, when it belongs to the list shown
-  if (!state.threads.some((t) => t.thread_id === threadId)
-    && (detail.status === 'archived') === state.showArchived) {
+  // an archived thread opens in the Archived view (its header offers Restore, its box is shut)
+  const archived = detail.status === 'archived';
+  if (archived !== state.showArchived) {
+    setShowArchived(archived);
+    await loadThreads();
+    if (!isCurrentView(gen)) return 'failed';
+  }
+  // a thread past the listed ones still gets its header
+  if (!state.threads.some((t) => t.thread_id === threadId)) {
     const { messages: _, ...summary } = detail;
     setThreads([...state.threads, summary].sort((a, b) => (a.updated_at < b.updated_at ? 1 : -1)));
   }
