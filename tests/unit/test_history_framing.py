@@ -156,3 +156,15 @@ def test_a_read_response_as_a_whole_is_framed() -> None:
     )
     text = framed(response)
     assert text.count(LT_ESCAPE) >= 20
+
+
+def test_a_snippet_centres_on_the_word_a_stem_came_from() -> None:
+    # "happi" (Snowball's stem of "happy") is not in the text; its longest prefix that is
+    # ("happ") is, so the 512-byte snippet of a long message still shows the word.
+    filler = "lorem ipsum " * 80
+    text = filler + "We were so happy in Porto" + " dolor sit" * 80
+    item = _item(_search_row(text), "happi")
+    assert "happy in Porto" in item["content"]
+    assert item["truncated"] is True
+    # A term the text does not hold at all: the snippet starts at the beginning, as before.
+    assert _item(_search_row(text), "zzz")["content"].startswith("lorem ipsum")

@@ -87,6 +87,17 @@ def neighbour_item(neighbour: Neighbour | None, side: str) -> dict[str, Any] | N
     return item
 
 
+def _in_text(content: str, term: str) -> str:
+    """What of ``term`` the snippet centres on: the term, or — a Snowball stem need not be a
+    prefix of the word it came from (``happi`` from ``happy``, ``dure`` from ``during``) — its
+    longest prefix of at least three characters that the text holds, case-insensitively."""
+    lowered = content.lower()
+    for end in range(len(term), min(3, len(term)) - 1, -1):
+        if term[:end] in lowered:
+            return term[:end]
+    return term
+
+
 def search_item(
     row: Any,
     *,
@@ -100,6 +111,7 @@ def search_item(
     thread's capped title, its time, its rank (1 = best), and the visible messages just
     ``before`` and ``after`` it in its thread (left out at a thread's edge)."""
     content: str = row.content or ""
+    match = _in_text(content, match)
     match_start = locate_match(content, match, None)
     safe = neutralize_with_positions(content)
     match_at = safe.position(match_start)
