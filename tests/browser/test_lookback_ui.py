@@ -378,3 +378,33 @@ async def test_search_box_finds_messages_in_other_threads_and_opens_them(
     await expect(page.get_by_test_id("thread-item")).to_have_count(3)
     await api.aclose()
     ui.assert_clean()
+
+
+async def test_a_history_answer_cut_to_the_events_size_says_so_and_keeps_its_start(
+    live_server: LiveServer, container: Container, ui: UI
+) -> None:
+    """A read can be 64 KiB; the event carries 16 KiB of it, which is not JSON any more: the card
+    says so instead of drawing half a list, and the cut text stays under Details."""
+    page = ui.page
+    api = await sign_in(live_server, container, ui, "yuki", "desktop")
+    long_thread = str((await api.post("/api/v1/threads", json={})).json()["thread_id"])
+    for n in range(3):  # three messages of 9,000 bytes: 8 KiB each in the read, 24 KiB in all
+        text = f"part {n}: " + "茶" * 2_996
+        run = await api.post(f"/api/v1/threads/{long_thread}/runs?wait=true", json={"input": text})
+        assert run.status_code == 200 and run.json()["status"] == "completed", run.text
+    await page.reload()
+    await expect(page.get_by_test_id("transcript")).to_have_attribute("data-ready", "true")
+    await page.get_by_test_id("new-thread").click()
+    await send(page, f"read thread: {long_thread}")
+    await wait_idle(page)
+    card = tool_event(page, "read_thread_messages").last
+    await expect(card).to_have_attribute("data-status", "success")
+    await expect(card.get_by_test_id("history-unreadable")).to_have_text(
+        "This answer is too long to show here: its start is under Details."
+    )
+    await expect(card.get_by_test_id("history-answer")).to_have_count(0)
+    await card.get_by_test_id("tool-details").locator("summary").click()
+    await expect(card.get_by_test_id("tool-result")).to_contain_text("Result (truncated)")
+    await expect(card.get_by_test_id("tool-result-text")).to_contain_text("part 0: 茶茶")
+    await api.aclose()
+    ui.assert_clean()
