@@ -12,6 +12,7 @@ import re
 from collections import Counter
 
 import pytest
+from sqlalchemy import text
 from typer.testing import CliRunner
 
 from tests.support.db_scan import scan_database
@@ -107,6 +108,23 @@ async def test_two_purgers_at_once_purge_each_thread_exactly_once(
     assert first.rows["conversations"] + second.rows["conversations"] == 24
     assert first.rows["messages"] + second.rows["messages"] == 24
     assert not _remaining(container, ["qzxrace"])
+
+
+async def test_a_purger_skips_a_thread_another_transaction_holds(container: Container) -> None:
+    """``SKIP LOCKED``: a thread whose row another transaction holds (a restore, another
+    purger) is neither waited for nor purged; the others are, and it goes at the next pass."""
+    uid = await _user(container)
+    held = await _deleted_thread(container, uid, "qzxheld")
+    free = await _deleted_thread(container, uid, "qzxfree")
+    async with container.session_factory() as session, session.begin():
+        await session.execute(
+            text("SELECT id FROM conversations WHERE thread_id = :t FOR UPDATE"), {"t": held}
+        )
+        report = await asyncio.wait_for(container.services.chat.trash.purge_due(), 30)
+        assert report.threads == [free]
+    assert _remaining(container, ["qzxheld"]) and not _remaining(container, ["qzxfree"])
+    assert (await container.services.chat.trash.purge_due()).threads == [held]
+    assert not _remaining(container, ["qzxheld"])
 
 
 async def test_a_thread_whose_run_holds_a_live_lease_is_never_purged(

@@ -31,6 +31,7 @@ account deletion does (a checkpoint the LangGraph saver wrote meanwhile on its o
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -44,6 +45,8 @@ from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.vocabulary import ACTIVE_RUN_STATUSES
 
 __all__ = ["PurgeReport", "ThreadTrash", "TrashList", "TrashedThread", "move_to_trash"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -162,10 +165,15 @@ class ThreadTrash:
 
     async def purge_if_immediate(self, uid: str, thread_id: str) -> None:
         """With ``YUXI_TRASH_DAYS=0``, purge a thread just deleted at once (a run of it still
-        stopping leaves it to the purge job's next pass)."""
-        if self.days == 0:
+        stopping leaves it to the purge job's next pass). The deletion is already committed:
+        a purge that fails here is logged and left to the job, never the deletion's error."""
+        if self.days != 0:
+            return
+        try:
             names, *_ = await self._purge_batch(days=0, uid=uid, thread_id=thread_id, limit=1)
             await self._sweep_checkpoints(names, PurgeReport())
+        except Exception:
+            _log.warning("purging a deleted thread at once failed; the purge job retries it")
 
     async def purge_due(self, *, batch: int = TRASH_PURGE_BATCH_THREADS) -> PurgeReport:
         """Purge every thread whose ``YUXI_TRASH_DAYS`` are over, ``batch`` threads per
