@@ -22,7 +22,7 @@ from tests.support.factories import make_run
 from tests.support.history import new_thread, seed_user, text_size, tx
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation
-from yuxi.errors import MemoryDisabled
+from yuxi.errors import MemoryDisabled, UnauthorizedRun
 from yuxi.limits import SEARCH_CONTEXT_BYTES, SEARCH_QUERY_MAX_CHARS, SEARCH_RESPONSE_BYTES
 from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.services.lookback import json_bytes
@@ -213,3 +213,14 @@ async def test_list_threads_leaves_out_the_asking_thread(container: Container) -
     ).to_payload()
     assert [i["thread_id"] for i in one["items"]] == [current.thread_id]
     assert one["has_more"] is True
+
+
+async def test_a_search_without_a_trusted_user_is_refused_before_its_arguments(
+    container: Container,
+) -> None:
+    lookback = container.services.lookback
+    for uid in ("", "nul\x00uid"):
+        with pytest.raises(UnauthorizedRun):
+            await lookback.search_thread_messages(uid=uid, query="", after="not a date")
+        with pytest.raises(UnauthorizedRun):
+            await lookback.search_own_messages(uid=uid, query="", limit="x")

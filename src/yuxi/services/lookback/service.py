@@ -96,13 +96,15 @@ def _search_request(
     current_run_id: str | None = None,
     owner_view: bool = False,
 ) -> SearchRequest:
-    """Every argument of a search, checked here and nowhere else (design.md §6.2)."""
+    """Every argument of a search, checked here and nowhere else (design.md §6.2); the
+    identity first, so a call without a trusted user is refused as such whatever else it says."""
+    uid = _check_uid(uid)
     start = parse_time("after", after)
     end = parse_time("before", before)
     if start is not None and end is not None and start >= end:
         raise InvalidArgument("after must be earlier than before")
     return SearchRequest(
-        uid=_check_uid(uid),
+        uid=uid,
         query=check_text("query", query, max_chars=SEARCH_QUERY_MAX_CHARS, strip=True),
         limit=_int_arg(limit, "limit", 1, SEARCH_MAX_ITEMS),
         after=start,
