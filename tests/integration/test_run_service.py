@@ -89,12 +89,44 @@ async def test_every_record_is_fenced_by_the_lease(container: Container) -> None
         runs.record_memory_snapshot(me, "cd" * 32, 4),
         runs.finish(me, "completed"),
         runs.start_subagent(me, "late task"),
+        runs.start(me, attempt=1, snapshot=("ef" * 32, 5), close_open_calls=True),
     ]
     for write in writes:
         with pytest.raises(LeaseLost):
             await write
     assert await _rows(container, "SELECT count(*) FROM run_events") == before
     assert await _rows(container, "SELECT count(*) FROM messages") == messages
+
+
+async def test_one_step_is_one_transaction_all_or_nothing(container: Container) -> None:
+    """What one graph step produced is written together (``RunService.recording``): a step that
+    fails half-way leaves none of its records, and the final step settles the run with them."""
+    runs = container.services.runs
+    claimed = await _claimed(container)
+    me = claimed.identity
+    why = await runs.start(me, attempt=1, snapshot=("ab" * 32, 3), close_open_calls=True)
+    assert why is None  # no earlier run in the thread
+    events = await _rows(container, "SELECT event_type FROM run_events ORDER BY seq")
+    assert [e for (e,) in events][-2:] == ["run_status", "memory_snapshot"]
+    before = await _rows(container, "SELECT count(*) FROM run_events")
+    with pytest.raises(RuntimeError, match="qzxhalfway"):
+        async with runs.recording(me) as record:
+            await record.tool_calls("", [ProposedToolCall("c1", "read_workspace_file", {})])
+            raise RuntimeError("qzxhalfway")
+    assert await _rows(container, "SELECT count(*) FROM run_events") == before
+    assert await _rows(container, "SELECT count(*) FROM tool_calls") == [(0,)]
+    async with runs.recording(me) as record:
+        await record.event("token", {"text": "Hel"})
+        await record.reply("Hello")
+        await record.finish("completed", output={"reply": "Hello"})
+    events = await _rows(container, "SELECT event_type, data FROM run_events ORDER BY seq")
+    assert [e for e, _ in events][-3:] == ["token", "message", "run_status"]
+    assert events[-1][1] == {"status": "completed"}
+    run = await _rows(container, "SELECT status FROM agent_runs WHERE id = :id", id=me.run_id)
+    assert run == [("completed",)]
+    with pytest.raises(LeaseLost):  # settled: the lease is no longer live
+        async with runs.recording(me) as record:
+            await record.event("token", {"text": "late"})
 
 
 async def test_a_subagent_identity_holds_no_lease(container: Container) -> None:

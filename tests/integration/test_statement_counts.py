@@ -84,11 +84,12 @@ def _profile(seen: Counts) -> dict[str, int]:
 async def test_a_chat_run_with_a_memory_write(container: Container, counted_worker: Worker) -> None:
     """A chat run of a thread's second turn, as in B8: a ``remember_memory`` call, then a reply.
 
-    Transactions, one line each: the claim; the ``running`` event; the memory switch read (read
-    only, rolled back); the memory snapshot; closing the thread's open calls; the tool call
-    (message, ToolCall row, ``tool_start``); the memory write (gate, record); the tool result
-    (message, ToolCall row finished, ``tool_end``); the token text; the reply (message,
-    ``message`` event); the finish (``run_status`` event, the run row).
+    Transactions, one line each: the claim; the memory switch read (read only, rolled back);
+    the run's start (``running`` event, the memory snapshot, the thread's open calls closed);
+    the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
+    the tool's step (message, ToolCall row finished, ``tool_end``); the last step and the end
+    (token text, reply message, ``message`` and ``run_status`` events, the run row settled).
+    Each fenced transaction checks the lease once and reads the thread's row at most once.
     """
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
@@ -97,11 +98,11 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
-        "statements": 33,
-        "transactions": 11,
-        "commits": 10,
+        "statements": 32,
+        "transactions": 7,
+        "commits": 6,
         "rollbacks": 1,
-        "round_trips": 55,
+        "round_trips": 46,
         "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
     }, seen.statements
     # The memory write: the gate then the record, two statements in one transaction.
@@ -118,17 +119,18 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
 
 
 async def test_a_chat_run_without_tools(container: Container, counted_worker: Worker) -> None:
-    """A plain reply: no tool call, no memory write, no tool result."""
+    """A plain reply: no tool call, no memory write, no tool result. Transactions: the claim,
+    the switch read, the start, the reply with the end."""
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
     seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
     assert _profile(seen) == {
-        "statements": 18,
-        "transactions": 8,
-        "commits": 7,
+        "statements": 17,
+        "transactions": 4,
+        "commits": 3,
         "rollbacks": 1,
-        "round_trips": 34,
+        "round_trips": 25,
         "events": 5,  # running, memory_snapshot, token, message, completed
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer

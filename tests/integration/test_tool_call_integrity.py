@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -210,13 +211,25 @@ async def test_a_run_failed_between_call_and_result_leaves_a_working_thread(
 ) -> None:
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
-    real = RunService.record_tool_calls
+    real = RunService.recording
 
-    async def record_then_fail(self: RunService, *args: Any, **kwargs: Any) -> None:
-        await real(self, *args, **kwargs)
-        raise RuntimeError("the database went away after the tool calls were recorded")
+    @asynccontextmanager
+    async def record_then_fail(self: RunService, identity: Any) -> AsyncIterator[Any]:
+        # The step that records the tool calls commits; then the run fails.
+        wrote: list[bool] = []
+        async with real(self, identity) as record:
+            record_calls = record.tool_calls
 
-    monkeypatch.setattr(RunService, "record_tool_calls", record_then_fail)
+            async def tool_calls(*args: Any, **kwargs: Any) -> None:
+                wrote.append(True)
+                await record_calls(*args, **kwargs)
+
+            record.tool_calls = tool_calls  # type: ignore[method-assign]
+            yield record
+        if wrote:
+            raise RuntimeError("the database went away after the tool calls were recorded")
+
+    monkeypatch.setattr(RunService, "recording", record_then_fail)
     scripted.script(Turn(tool_calls=[SEARCH], finish_reason="tool_calls"))
     run = await chat_once(container, worker, uid, thread, "search history: oolong")
     assert (run.status, run.error_code) == ("failed", "run_error")

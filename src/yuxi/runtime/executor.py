@@ -21,7 +21,11 @@ from langgraph.types import Durability
 from yuxi.agents.middlewares.tool_call_integrity import closing_messages
 from yuxi.limits import RUN_MAX_STEPS
 from yuxi.observability.logs import bind_run
-from yuxi.runtime.graph_assembly import assemble_chatbot_graph, build_graph_input
+from yuxi.runtime.graph_assembly import (
+    AssembledGraph,
+    assemble_chatbot_graph,
+    build_graph_input,
+)
 from yuxi.runtime.run_failures import classify_failure
 from yuxi.runtime.stream_events import (
     AssistantReplied,
@@ -33,7 +37,7 @@ from yuxi.runtime.stream_events import (
     ToolCallsProposed,
     ToolFinished,
 )
-from yuxi.services.runs.service import ClaimedRun, LeaseLost
+from yuxi.services.runs.service import ClaimedRun, LeaseLost, RunRecord
 from yuxi.workspace.filesystem import Workspace
 
 if TYPE_CHECKING:
@@ -62,6 +66,8 @@ class _Outcome:
     usage: RunUsage = field(default_factory=RunUsage)
     started: float = field(default_factory=time.perf_counter)
     tokens: int = 0
+    #: Records of the step that ended the run's output, for the finishing transaction.
+    held: list[StreamEvent] = field(default_factory=list)
 
 
 class RunExecutor:
@@ -98,18 +104,15 @@ class RunExecutor:
 
     async def _execute(self, claimed: ClaimedRun, outcome: _Outcome) -> str:
         identity = claimed.identity
-        runs = self._services.runs
-        await runs.record_event(
-            identity, "run_status", {"status": "running", "attempt": claimed.attempt}
-        )
         try:
-            graph = await assemble_chatbot_graph(
+            assembled = await assemble_chatbot_graph(
                 claimed,
                 services=self._services,
                 runtime=self._runtime,
                 workspace=self._workspace_for(identity.uid),
             )
-            graph_input = await build_graph_input(claimed, runs)
+            graph = assembled.graph
+            graph_input = await build_graph_input(claimed, self._services.runs)
             config: RunnableConfig = {
                 "configurable": {"thread_id": identity.thread_id},
                 "recursion_limit": RUN_MAX_STEPS,
@@ -117,8 +120,7 @@ class RunExecutor:
             # Messages already in the thread's checkpoint were recorded by earlier runs.
             checkpoint = await graph.aget_state(config)
             earlier = (checkpoint.values or {}).get("messages", []) if checkpoint else []
-            if claimed.run_type == "chat":
-                graph_input = await self._close_open_calls(claimed, earlier, graph_input)
+            graph_input = await self._start(claimed, assembled, earlier, graph_input)
             translator = StreamTranslator(m.id for m in earlier if getattr(m, "id", None))
             outcome.usage = translator.usage
             async for mode, chunk in graph.astream(
@@ -128,10 +130,8 @@ class RunExecutor:
                 stream_mode=["updates", "messages"],
                 durability=CHECKPOINT_DURABILITY,
             ):
-                for event in translator.feed(mode, chunk):
-                    await self._record(claimed, event, outcome)
-            for event in translator.flush():
-                await self._record(claimed, event, outcome)
+                await self._step(claimed, translator.feed(mode, chunk), outcome)
+            await self._step(claimed, translator.flush(), outcome)
         except (LeaseLost, asyncio.CancelledError):
             raise
         except Exception as exc:
@@ -140,8 +140,9 @@ class RunExecutor:
                 _log.warning("run %s failed: %s (%r)", identity.run_id, failure.code, exc)
             else:
                 _log.exception("run %s failed", identity.run_id)
-            await runs.finish(
-                identity,
+            await self._finish(
+                claimed,
+                outcome,
                 "failed",
                 error_code=failure.code,
                 error_message=failure.message,
@@ -149,47 +150,117 @@ class RunExecutor:
             )
             return "failed"
         if outcome.interrupt is not None:
-            await runs.finish(
-                identity,
+            await self._finish(
+                claimed,
+                outcome,
                 "interrupted",
                 output={"interrupt": outcome.interrupt, "usage": outcome.usage.to_payload()},
             )
             return "interrupted"
-        await runs.finish(
-            identity,
+        await self._finish(
+            claimed,
+            outcome,
             "completed",
             output={"reply": outcome.reply, "usage": outcome.usage.to_payload()},
         )
         return "completed"
 
-    async def _close_open_calls(
-        self, claimed: ClaimedRun, earlier: list[Any], graph_input: Any
+    async def _start(
+        self, claimed: ClaimedRun, assembled: AssembledGraph, earlier: list[Any], graph_input: Any
     ) -> Any:
-        """Answer the tool calls an earlier run left open (it was cancelled, failed or lost its
-        lease between a call and its result), in the checkpoint and in the thread's records, so
-        the conversation is valid input again; then the new user message."""
-        why = await self._services.runs.close_open_tool_calls(claimed.identity)
+        """The run's start, one transaction: its ``running`` event, the memory snapshot it sees
+        and, for a chat run, the tool calls an earlier run left open (it was cancelled, failed
+        or lost its lease between a call and its result) closed in the thread's records; they
+        are answered in the checkpoint too, before the new user message, so the conversation is
+        valid input again."""
+        snapshot = assembled.snapshot
+        chat = claimed.run_type == "chat"
+        why = await self._services.runs.start(
+            claimed.identity,
+            attempt=claimed.attempt,
+            snapshot=None if snapshot is None else (snapshot.sha256, snapshot.size),
+            close_open_calls=chat,
+        )
+        if not chat:
+            return graph_input
         closures = closing_messages(earlier, why or "Not completed: its run ended first.")
         if not closures:
             return graph_input
         return {"messages": [*closures, *graph_input["messages"]]}
 
-    async def _record(self, claimed: ClaimedRun, event: StreamEvent, outcome: _Outcome) -> None:
-        runs, identity = self._services.runs, claimed.identity
+    async def _step(
+        self, claimed: ClaimedRun, records: list[StreamEvent], outcome: _Outcome
+    ) -> None:
+        """Record what one step of the graph produced, in one fenced transaction.
+
+        A step that ends the run's output (the reply, an interruption) is held instead and
+        recorded in the transaction that finishes the run (:meth:`_finish`), a moment later:
+        the graph only runs its closing hooks after it. Should another step follow after all,
+        the held records go first in its transaction, in order."""
+        for record in records:
+            self._note(record, outcome)
+        records = [*outcome.held, *records]
+        outcome.held = []
+        if not records:
+            return
+        if isinstance(records[-1], AssistantReplied | InterruptRequested):
+            outcome.held = records
+            return
+        async with self._services.runs.recording(claimed.identity) as run_record:
+            for record in records:
+                await _write(run_record, record)
+
+    async def _finish(
+        self,
+        claimed: ClaimedRun,
+        outcome: _Outcome,
+        status: str,
+        *,
+        output: dict[str, Any],
+        error_code: str | None = None,
+        error_message: str | None = None,
+    ) -> None:
+        """The held records (if any) and the run's end, in one fenced transaction."""
+        held, outcome.held = outcome.held, []
+        if not held:
+            await self._services.runs.finish(
+                claimed.identity,
+                status,
+                output=output,
+                error_code=error_code,
+                error_message=error_message,
+            )
+            return
+        async with self._services.runs.recording(claimed.identity) as run_record:
+            for record in held:
+                await _write(run_record, record)
+            await run_record.finish(
+                status, output=output, error_code=error_code, error_message=error_message
+            )
+
+    def _note(self, event: StreamEvent, outcome: _Outcome) -> None:
+        """What the run's outcome and metrics take from a record, as it arrives."""
         match event:
-            case TokenText(text=text):
+            case TokenText():
                 if not outcome.tokens:
                     first = time.perf_counter() - outcome.started
                     self._runtime.metrics.time_to_first_token.observe(first)
                 outcome.tokens += 1
-                await runs.record_event(identity, "token", {"text": text})
-            case ToolCallsProposed(content=content, calls=calls):
-                await runs.record_tool_calls(identity, content, calls)
-            case ToolFinished(outcome=tool):
-                await runs.record_tool_result(identity, tool)
             case AssistantReplied(content=content):
                 outcome.reply = content
-                await runs.record_reply(identity, content)
             case InterruptRequested(request=request):
                 outcome.interrupt = request
-                await runs.record_event(identity, "interrupt", {"request": request})
+
+
+async def _write(run_record: RunRecord, event: StreamEvent) -> None:
+    match event:
+        case TokenText(text=text):
+            await run_record.event("token", {"text": text})
+        case ToolCallsProposed(content=content, calls=calls):
+            await run_record.tool_calls(content, calls)
+        case ToolFinished(outcome=tool):
+            await run_record.tool_result(tool)
+        case AssistantReplied(content=content):
+            await run_record.reply(content)
+        case InterruptRequested(request=request):
+            await run_record.event("interrupt", {"request": request})

@@ -2,12 +2,15 @@
 
 The graph gets the shared context (``build_agent_input_context``: the chat prompt plus AGENTS.md
 and USER.md), the memory and lookback services (the memory middleware decides per run whether
-memory is on), a memory snapshot callback that records what the run saw, and the delegate tool
-backed by a :class:`SubagentRunner`. It is invoked with ``context=claimed.identity``.
+memory is on) and the delegate tool backed by a :class:`SubagentRunner`. It is invoked with
+``context=claimed.identity``. The memory snapshot the middleware will inject comes back with the
+graph: the executor records it as the run starts (``RunService.start``), in the transaction of
+the run's ``running`` event.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain.tools import ToolRuntime
@@ -27,23 +30,31 @@ if TYPE_CHECKING:
     from yuxi.runtime.agent_runtime import AgentRuntime
     from yuxi.services.service_set import Services
 
-__all__ = ["assemble_chatbot_graph", "build_graph_input"]
+__all__ = ["AssembledGraph", "assemble_chatbot_graph", "build_graph_input"]
 
 REJECTION_MESSAGE = "The user rejected this action."
 
 
+@dataclass(frozen=True)
+class AssembledGraph:
+    graph: AgentGraph
+    #: What the memory middleware injects into this run (None: memory is off).
+    snapshot: MemorySnapshot | None
+
+
 async def assemble_chatbot_graph(
     claimed: ClaimedRun, *, services: Services, runtime: AgentRuntime, workspace: Workspace
-) -> AgentGraph:
+) -> AssembledGraph:
     identity = claimed.identity
     runs = services.runs
     await workspace.ensure_user_workspace()
     agent_input = await build_agent_input_context(
         workspace=workspace, identity=identity, base_prompt=CHAT_SYSTEM_PROMPT
     )
+    seen: list[MemorySnapshot] = []
 
     async def on_snapshot(snapshot: MemorySnapshot) -> None:
-        await runs.record_memory_snapshot(identity, snapshot.sha256, snapshot.size)
+        seen.append(snapshot)
 
     subagents = SubagentRunner(
         runs,
@@ -57,7 +68,7 @@ async def assemble_chatbot_graph(
         # The delegate tool has checked that tool_runtime.context is this top-level run.
         return await subagents.run(identity, task)
 
-    return await build_chatbot_graph(
+    graph = await build_chatbot_graph(
         model=runtime.model,
         memory=services.memory,
         lookback=services.lookback,
@@ -71,6 +82,7 @@ async def assemble_chatbot_graph(
         model_call_limit=runtime.limits.model_calls,
         tool_call_limit=runtime.limits.tool_calls,
     )
+    return AssembledGraph(graph, seen[0] if seen else None)
 
 
 async def build_graph_input(claimed: ClaimedRun, runs: RunService) -> Any:

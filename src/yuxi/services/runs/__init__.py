@@ -10,6 +10,7 @@ from yuxi.services.runs.service import (
     LeaseLost,
     ProposedToolCall,
     ReconciledRun,
+    RunRecord,
     RunService,
     ToolOutcome,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "LeaseLost",
     "ProposedToolCall",
     "ReconciledRun",
+    "RunRecord",
     "RunService",
     "ToolOutcome",
 ]

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from yuxi.errors import UnauthorizedRun
 from yuxi.identity import RunIdentity
-from yuxi.limits import EVENT_TEXT_BYTES
 from yuxi.observability.metrics import Metrics
+from yuxi.services.runs._recording import RunRecord
 from yuxi.services.runs._records import (
     ClaimedRun,
     Heartbeat,
@@ -33,7 +33,6 @@ from yuxi.services.runs._records import (
     not_completed,
 )
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
-from yuxi.utils.string_utils import truncate_utf8
 from yuxi.vocabulary import LEASE_EXPIRED, PARENT_RUN_ENDED
 
 if TYPE_CHECKING:
@@ -45,6 +44,7 @@ __all__ = [
     "LeaseLost",
     "ProposedToolCall",
     "ReconciledRun",
+    "RunRecord",
     "RunService",
     "ToolOutcome",
 ]
@@ -130,6 +130,15 @@ class RunService:
             await uow.commit()
 
     @asynccontextmanager
+    async def recording(self, identity: RunIdentity) -> AsyncIterator[RunRecord]:
+        """One fenced transaction of the run's record (``_recording``): the writes made
+        through the :class:`RunRecord` commit together when the block ends, while the worker
+        owns a live lease, or :class:`LeaseLost` and none of them."""
+        token = _lease_token(identity)
+        async with self._fenced(identity) as uow:
+            yield RunRecord(uow, identity, token)
+
+    @asynccontextmanager
     async def holding_lease(self, identity: RunIdentity) -> AsyncIterator[None]:
         """Hold the run's row ``FOR SHARE`` for the block, while its worker owns a live lease.
 
@@ -152,9 +161,27 @@ class RunService:
             raise LeaseLost(f"thread of run {identity.run_id} is gone")
         return conversation
 
+    async def start(
+        self,
+        identity: RunIdentity,
+        *,
+        attempt: int,
+        snapshot: tuple[str, int] | None,
+        close_open_calls: bool,
+    ) -> str | None:
+        """A run starts, in one fenced transaction: its ``running`` event, the memory snapshot
+        it will see (sha256 and size; None: memory off) and, for a chat run, the thread's tool
+        calls an earlier run left open closed. Returns how that run ended (None: none did)."""
+        async with self.recording(identity) as record:
+            await record.event("run_status", {"status": "running", "attempt": attempt})
+            if snapshot is not None:
+                await record.memory_snapshot(*snapshot)
+            return await record.close_open_tool_calls() if close_open_calls else None
+
     async def record_event(
         self, identity: RunIdentity, event_type: str, data: dict[str, Any]
     ) -> None:
+        """One event alone: one statement, fenced in itself."""
         token = _lease_token(identity)
         async with self._uow() as uow:
             seq = await uow.events.append_as_owner(identity.run_id, token, event_type, data)
@@ -165,85 +192,20 @@ class RunService:
     async def record_tool_calls(
         self, identity: RunIdentity, content: str, calls: Sequence[ProposedToolCall]
     ) -> None:
-        """The model asked for tools: an assistant tool_call message, one ToolCall row and one
-        ``tool_start`` event each."""
-        async with self._fenced(identity) as uow:
-            message = await uow.threads.add_message(
-                await self._thread(uow, identity),
-                role="assistant",
-                content=content,
-                message_type="tool_call",
-                run_id=identity.run_id,
-            )
-            for call in calls:
-                await uow.tool_calls.add(
-                    message.id,
-                    tool_call_id=call.tool_call_id,
-                    name=call.name,
-                    input=call.args or {},
-                )
-            for call in calls:
-                await uow.events.append(
-                    identity.run_id,
-                    "tool_start",
-                    {"tool_call_id": call.tool_call_id, "name": call.name, "args": call.args or {}},
-                )
+        async with self.recording(identity) as record:
+            await record.tool_calls(content, calls)
 
     async def record_tool_result(self, identity: RunIdentity, outcome: ToolOutcome) -> None:
-        """A tool message, its ToolCall row finished (even one proposed by an earlier run of the
-        thread, before an approval), and a ``tool_end`` event with the text cut to size."""
-        async with self._fenced(identity) as uow:
-            await uow.threads.add_message(
-                await self._thread(uow, identity),
-                role="tool",
-                content=outcome.content,
-                message_type="tool_result",
-                run_id=identity.run_id,
-                metadata={"tool_call_id": outcome.tool_call_id, "name": outcome.name},
-            )
-            pk = await uow.tool_calls.find_in_thread(
-                identity.uid, identity.thread_id, outcome.tool_call_id
-            )
-            if pk is not None:
-                await uow.tool_calls.finish(
-                    pk,
-                    output=outcome.content,
-                    status=outcome.status,
-                    error=outcome.content if outcome.status == "error" else None,
-                )
-            shown, cut = truncate_utf8(outcome.content, EVENT_TEXT_BYTES)
-            await uow.events.append(
-                identity.run_id,
-                "tool_end",
-                {
-                    "tool_call_id": outcome.tool_call_id,
-                    "name": outcome.name,
-                    "status": outcome.status,
-                    "result": shown,
-                    "truncated": cut,
-                },
-            )
+        async with self.recording(identity) as record:
+            await record.tool_result(outcome)
 
     async def record_reply(self, identity: RunIdentity, content: str) -> None:
-        async with self._fenced(identity) as uow:
-            message = await uow.threads.add_message(
-                await self._thread(uow, identity),
-                role="assistant",
-                content=content,
-                run_id=identity.run_id,
-            )
-            await uow.events.append(
-                identity.run_id,
-                "message",
-                {"message_id": message.id, "role": "assistant", "content": content},
-            )
+        async with self.recording(identity) as record:
+            await record.reply(content)
 
     async def record_memory_snapshot(self, identity: RunIdentity, sha256: str, size: int) -> None:
-        async with self._fenced(identity) as uow:
-            await uow.runs.record_memory_snapshot(identity.run_id, sha256=sha256, size=size)
-            await uow.events.append(
-                identity.run_id, "memory_snapshot", {"sha256": sha256, "size": size}
-            )
+        async with self.recording(identity) as record:
+            await record.memory_snapshot(sha256, size)
 
     async def finish(
         self,
@@ -283,13 +245,8 @@ class RunService:
     async def close_open_tool_calls(self, identity: RunIdentity) -> str | None:
         """At the start of a chat run: close the thread's tool calls an earlier run left open
         (cancelled, failed, lease lost, crashed) and say how that run ended (None: no run did)."""
-        async with self._fenced(identity) as uow:
-            previous = await uow.runs.previous_top_level_run(identity.thread_id, identity.run_id)
-            if previous is None:
-                return None
-            why = not_completed(previous.status, previous.error_code)
-            await uow.tool_calls.close_pending(identity.uid, identity.thread_id, why)
-            return why
+        async with self.recording(identity) as record:
+            return await record.close_open_tool_calls()
 
     # -- resume and SubAgents -----------------------------------------------------------------
 
