@@ -19,6 +19,7 @@ from tests.support.db_scan import scan_database
 from tests.support.factories import make_run, memory_file, remember, sql
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.cli import app
+from yuxi.repositories.memory import lock_user_memory
 from yuxi.runtime.trash_purge import purge_trash_periodically
 from yuxi.services.chat import ChatService, PurgeReport
 from yuxi.settings import Settings
@@ -125,6 +126,29 @@ async def test_a_purger_skips_a_thread_another_transaction_holds(container: Cont
     assert _remaining(container, ["qzxheld"]) and not _remaining(container, ["qzxfree"])
     assert (await container.services.chat.trash.purge_due()).threads == [held]
     assert not _remaining(container, ["qzxheld"])
+
+
+async def test_a_purge_takes_the_owners_memory_lock_before_any_row(
+    container: Container,
+) -> None:
+    """The order every memory writer and the account deletion use (the memory lock, then
+    rows): while someone holds the owner's memory lock, a purge waiting for it holds no row of
+    the thread, so that someone can still lock the row (no deadlock); once let go, it purges."""
+    uid = await _user(container)
+    thread = await _deleted_thread(container, uid, "qzxorder")
+    async with container.session_factory() as session, session.begin():
+        await session.execute(lock_user_memory(uid))
+        purge = asyncio.create_task(container.services.chat.trash.purge_due())
+        await asyncio.sleep(0.5)  # long enough to reach the memory lock and wait there
+        assert not purge.done()
+        row = await session.execute(
+            text("SELECT id FROM conversations WHERE thread_id = :t FOR UPDATE NOWAIT"),
+            {"t": thread},
+        )
+        assert row.scalar_one()
+    report = await asyncio.wait_for(purge, 30)
+    assert report.threads == [thread]
+    assert not _remaining(container, ["qzxorder"])
 
 
 async def test_a_thread_whose_run_holds_a_live_lease_is_never_purged(

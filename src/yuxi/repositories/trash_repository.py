@@ -60,6 +60,29 @@ def _live_run_of(thread_id: Any) -> Any:
     )
 
 
+def _purgeable(
+    days: int,
+    *,
+    uid: str | None = None,
+    uids: Sequence[str] | None = None,
+    thread_id: str | None = None,
+) -> list[Any]:
+    """A thread to purge: deleted at least ``days`` ago (by the database clock), without a live
+    run; of ``uid`` / one of ``uids`` / ``thread_id`` when given."""
+    conditions = [
+        Conversation.status == "deleted",
+        Conversation.deleted_at <= func.now() - func.make_interval(0, 0, 0, days),
+        ~_live_run_of(Conversation.thread_id),
+    ]
+    if uid is not None:
+        conditions.append(Conversation.uid == uid)
+    if uids is not None:
+        conditions.append(Conversation.uid.in_(list(uids)))
+    if thread_id is not None:
+        conditions.append(Conversation.thread_id == thread_id)
+    return conditions
+
+
 def _rowcount(result: Any) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
@@ -115,32 +138,30 @@ class TrashRepository:
 
     # -- the purge -----------------------------------------------------------------------------
 
-    async def lock_purgeable(
-        self,
-        *,
-        days: int | None,
-        limit: int,
-        uid: str | None = None,
-        thread_id: str | None = None,
-    ) -> list[PurgeTarget]:
-        """Deleted threads to purge now, oldest deletion first, locked ``FOR UPDATE SKIP
-        LOCKED`` (so purgers running at once each take other threads, and a thread being
-        restored is left alone). ``days``: only threads deleted at least that long ago (by the
-        database clock); ``None``: whatever their age (the owner's "Delete now"). A thread with
-        a live run (:func:`_live_run_of`) is never taken."""
-        stmt = select(Conversation.id, Conversation.uid, Conversation.thread_id).where(
-            Conversation.status == "deleted", ~_live_run_of(Conversation.thread_id)
-        )
-        if days is not None:
-            stmt = stmt.where(
-                Conversation.deleted_at <= func.now() - func.make_interval(0, 0, 0, days)
-            )
-        if uid is not None:
-            stmt = stmt.where(Conversation.uid == uid)
-        if thread_id is not None:
-            stmt = stmt.where(Conversation.thread_id == thread_id)
+    async def due_owners(
+        self, *, days: int, limit: int, uid: str | None = None, thread_id: str | None = None
+    ) -> list[str]:
+        """The owners of the first ``limit`` purgeable threads (:func:`_purgeable`), read
+        without locking: whose memory locks a purge takes before any row's."""
         rows = await self.session.execute(
-            stmt.order_by(Conversation.deleted_at, Conversation.id)
+            select(Conversation.uid)
+            .where(*_purgeable(days, uid=uid, thread_id=thread_id))
+            .order_by(Conversation.deleted_at, Conversation.id)
+            .limit(limit)
+        )
+        return sorted(set(rows.scalars()))
+
+    async def lock_purgeable(
+        self, *, days: int, limit: int, uids: Sequence[str], thread_id: str | None = None
+    ) -> list[PurgeTarget]:
+        """Up to ``limit`` purgeable threads of ``uids`` (:func:`_purgeable`), oldest deletion
+        first, locked ``FOR UPDATE SKIP LOCKED``: purgers running at once each take other
+        threads, and a thread being restored (or purged by its owner's "Delete now") is left
+        alone."""
+        rows = await self.session.execute(
+            select(Conversation.id, Conversation.uid, Conversation.thread_id)
+            .where(*_purgeable(days, uids=uids, thread_id=thread_id))
+            .order_by(Conversation.deleted_at, Conversation.id)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
@@ -161,8 +182,9 @@ class TrashRepository:
 
     async def lock_owners_memory(self, uids: Sequence[str]) -> None:
         """The memory lock of each owner, in one order (two purgers never wait on each other
-        in a cycle): no memory version of theirs is recorded or pruned while their threads'
-        provenance is cleared."""
+        in a cycle), taken before any row is locked — the order of every memory writer and of
+        the account deletion: no memory version of theirs is recorded or pruned while their
+        threads' provenance is cleared."""
         for uid in sorted(set(uids)):
             await self.session.execute(lock_user_memory(uid))
 

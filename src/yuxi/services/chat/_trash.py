@@ -148,6 +148,7 @@ class ThreadTrash:
         stopping (a live lease) is a Conflict: nothing is removed, try again in a moment."""
         report = PurgeReport()
         async with self._uow() as uow:
+            await uow.trash.lock_owners_memory([uid])
             conversation = await uow.trash.lock_deleted(uid, thread_id)
             if conversation is None:
                 raise NotFound("thread not found in the trash")
@@ -193,11 +194,19 @@ class ThreadTrash:
     async def _purge_batch(
         self, *, days: int, limit: int, uid: str | None = None, thread_id: str | None = None
     ) -> tuple[list[str], list[str], dict[str, int], int]:
-        """One transaction: lock up to ``limit`` purgeable threads and purge them; the thread
-        ids removed (SubAgent threads included), the top-level ones, rows, versions unlinked."""
+        """One transaction: the owners' memory locks (before any row's, as every memory writer
+        and the account deletion take them), then up to ``limit`` purgeable threads of theirs
+        locked and purged; the thread ids removed (SubAgent threads included), the top-level
+        ones, rows, versions unlinked."""
         async with self._uow() as uow:
-            targets = await uow.trash.lock_purgeable(
+            owners = await uow.trash.due_owners(
                 days=days, limit=limit, uid=uid, thread_id=thread_id
+            )
+            if not owners:
+                return [], [], {}, 0
+            await uow.trash.lock_owners_memory(owners)
+            targets = await uow.trash.lock_purgeable(
+                days=days, limit=limit, uids=owners, thread_id=thread_id
             )
             if not targets:
                 return [], [], {}, 0
@@ -213,8 +222,7 @@ class ThreadTrash:
         children = await uow.trash.subagent_threads([t.id for t in targets])
         ids = [t.id for t in targets] + [child_id for child_id, _ in children]
         names = [t.thread_id for t in targets] + [name for _, name in children]
-        uids = [t.uid for t in targets]
-        await uow.trash.lock_owners_memory(uids)
+        uids = [t.uid for t in targets]  # their memory locks are held already
         unlinked = await uow.trash.forget_provenance(uids, names)
         rows = await uow.accounts.delete_checkpoints(names)
         rows.update(await uow.trash.delete_threads(ids, names))
