@@ -1,4 +1,8 @@
-// Approve / reject cards of runs interrupted for a sensitive tool call.
+// Approve / reject cards of runs interrupted for a sensitive tool call, and the decided cards
+// that stay in the transcript. The server's decision is the truth: a card clicked after another
+// tab or session decided the other way shows that decision ("Already approved in another tab or
+// session — the file was written"), and what a decision came to is read from the run it started
+// and the tool cards above it, never assumed.
 
 import { api, ApiError, describe, runPath } from './api.js';
 import { showError } from './banner.js';
@@ -127,15 +131,16 @@ function intro(actions) {
     : 'The assistant wants to run these actions:';
 }
 
-async function decide(card, runId, decision) {
+async function decide(card, runId, asked) {
   const buttons = card.querySelectorAll('button');
   const status = card.querySelector('[data-testid="approval-status"]');
   for (const b of buttons) b.disabled = true;
-  status.textContent = decision === 'approve' ? 'Approving…' : 'Rejecting…';
+  status.textContent = asked === 'approve' ? 'Approving…' : 'Rejecting…';
+  let decision = asked;
   let decidedBy;
   let elsewhere = false;
   try {
-    decidedBy = (await api('POST', runPath(runId, '/resume'), { json: { decision } })).run_id;
+    decidedBy = (await api('POST', runPath(runId, '/resume'), { json: { decision: asked } })).run_id;
   } catch (err) {
     if (err instanceof ApiError && err.code === 'already_decided' && err.details?.decided_by_run_id) {
       // Another tab or session decided first: the server's decision is the truth, not ours.
@@ -221,8 +226,7 @@ function settleCard(card, outcome) {
 /**
  * A decision from the thread's stored history (`{run_id, decision, decided_by_run_id, status}`,
  * the thread view's `decisions`): a decided card after the interrupted run, so a reload still
- * shows what the user decided. Returns the card, and `follow(runId)` options that keep it true
- * while its run is still live.
+ * shows what the user decided (`settleDecidedCard` completes it once placed).
  */
 export function decidedCard(d) {
   const status = el('p', { class: 'approval-status muted small', 'data-testid': 'approval-status' });
