@@ -31,6 +31,7 @@ from yuxi.agents.middlewares.taint import (
     call_is_tainted,
     run_is_tainted,
 )
+from yuxi.agents.models import REJECTED_WRITE_REPLY
 from yuxi.services.memory.service import MemoryWriteResult
 from yuxi.workspace.filesystem import MEMORY_PATH
 
@@ -220,5 +221,7 @@ async def test_a_rejected_tainted_remember_writes_nothing_and_the_model_is_told(
     assert (payload["status"], payload["code"]) == ("error", "memory_write_rejected")
     assert payload["reasons"] == ["tainted"]
     assert "nothing was saved" in payload["error"]
+    # The reply is in the user's words; the model's instruction stays in the tool result.
     final = resumed["messages"][-1].text
-    assert final.splitlines()[-1] == f"I couldn't save that: {payload['error']}"
+    assert final.splitlines()[-1] == REJECTED_WRITE_REPLY
+    assert "Do not save it again" not in final
