@@ -28,11 +28,12 @@ def new_worker_id() -> str:
     return "w_" + secrets.token_hex(16)
 
 
-def owned_live_lease(run_id: str, worker_id: str) -> ColumnElement[bool]:
+def owned_live_lease(run_id: Any, worker_id: Any) -> ColumnElement[bool]:
     """THE "this worker still owns a live lease on the run" condition over ``agent_runs``.
 
     Every lease-fenced statement (renew, finish, the record fence, the fenced event append)
-    uses this one expression; nothing restates it.
+    uses this one expression; nothing restates it. ``run_id`` and ``worker_id`` are values, or
+    bind parameters of a statement built once.
     """
     return and_(
         AgentRun.id == run_id,

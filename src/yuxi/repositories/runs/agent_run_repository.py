@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import String, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -41,6 +41,16 @@ __all__ = [
     "new_worker_id",
     "owned_live_lease",
 ]
+
+#: The record fence (:meth:`AgentRunRepository.lock_live_lease`), built once: a run takes it in
+#: every transaction of its record.
+_LOCK_LIVE_LEASE = (
+    select(AgentRun.id)
+    .where(
+        owned_live_lease(bindparam("run_id", type_=String), bindparam("worker_id", type_=String))
+    )
+    .with_for_update(read=True)
+)
 
 
 class AgentRunRepository:
@@ -203,9 +213,7 @@ class AgentRunRepository:
         claim can change the lease under the writes made in it. False = the lease is lost.
         """
         row = await self.session.execute(
-            select(AgentRun.id)
-            .where(owned_live_lease(run_id, worker_id))
-            .with_for_update(read=True)
+            _LOCK_LIVE_LEASE, {"run_id": run_id, "worker_id": worker_id}
         )
         return row.scalar_one_or_none() is not None
 

@@ -9,9 +9,9 @@ definition of a live lease, inside the same ``INSERT … SELECT … WHERE EXISTS
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, String, exists, func, insert, literal, select
+from sqlalchemy import String, Table, bindparam, exists, func, insert, select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -21,29 +21,39 @@ from yuxi.repositories.notify import notify_value
 from yuxi.repositories.runs.agent_run_repository import owned_live_lease
 
 
-def _append_statement(
-    run_id: str, event_type: str, data: dict[str, Any], fence: ColumnElement[bool] | None
-) -> Any:
-    """``INSERT INTO run_events … SELECT <next seq> [WHERE EXISTS (fence)] RETURNING seq``."""
+def _append_statement(*, fenced: bool) -> Any:
+    """``INSERT INTO run_events … SELECT <next seq> [WHERE EXISTS (fence)] RETURNING seq``, with
+    the run, type and data (and the worker, when fenced) as parameters: built once, so each
+    append is a compiled-cache hit on one statement object instead of a new statement whose
+    cache key is computed again on every call."""
+    run_id = bindparam("run_id", type_=String)
     next_seq = (
         select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
         .where(RunEvent.run_id == run_id)
         .scalar_subquery()
     )
     row = select(
-        literal(run_id, String),
+        run_id,
         next_seq,
-        literal(event_type, String),
-        literal(data, type_=JSONB),
+        bindparam("event_type", type_=String),
+        bindparam("data", type_=JSONB),
     )
-    if fence is not None:
+    if fenced:
+        fence = owned_live_lease(run_id, bindparam("worker_id", type_=String))
         row = row.where(exists().where(fence))
-    # The listeners (event streams, waiting requests) hear of the event when it commits.
+    # The listeners (event streams, waiting requests) hear of the event when it commits. On the
+    # table, not the ORM entity: the session passes the parameters to the statement as they are
+    # (an ORM insert would take them for rows to insert in bulk).
+    table = cast(Table, RunEvent.__table__)
     return (
-        insert(RunEvent)
+        insert(table)
         .from_select(["run_id", "seq", "event_type", "data"], row)
-        .returning(RunEvent.seq, notify_value(RUN_EVENTS, RunEvent.run_id))
+        .returning(table.c.seq, notify_value(RUN_EVENTS, table.c.run_id))
     )
+
+
+_APPEND = _append_statement(fenced=False)
+_APPEND_AS_OWNER = _append_statement(fenced=True)
 
 
 class RunEventRepository:
@@ -54,14 +64,14 @@ class RunEventRepository:
         self, run_id: str, worker_id: str, event_type: str, data: dict[str, Any]
     ) -> int | None:
         """Append while ``worker_id`` holds a live lease. None = the lease is gone."""
-        stmt = _append_statement(run_id, event_type, data, owned_live_lease(run_id, worker_id))
-        row = (await self.session.execute(stmt)).one_or_none()
+        params = {"run_id": run_id, "worker_id": worker_id, "event_type": event_type, "data": data}
+        row = (await self.session.execute(_APPEND_AS_OWNER, params)).one_or_none()
         return None if row is None else int(row.seq)
 
     async def append(self, run_id: str, event_type: str, data: dict[str, Any]) -> int:
         """Unfenced append, for the service itself (run created, reconciled, SubAgent runs)."""
-        stmt = _append_statement(run_id, event_type, data, None)
-        return int((await self.session.execute(stmt)).one().seq)
+        params = {"run_id": run_id, "event_type": event_type, "data": data}
+        return int((await self.session.execute(_APPEND, params)).one().seq)
 
     async def list_after(self, run_id: str, after_seq: int = 0, limit: int = 500) -> list[RunEvent]:
         rows = await self.session.execute(
