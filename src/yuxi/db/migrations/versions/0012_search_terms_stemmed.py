@@ -29,6 +29,12 @@ so re-indexing English text locks no ``conversations`` row. Until it finishes, t
 rank by their old terms (a search still works, a stemmed query word just misses an unstemmed
 stored one). Running it twice changes nothing.
 
+Rewriting a row leaves its old version behind, and every rewritten row also gets new index
+entries, so a table rewritten whole would end up about twice its size (measured: searches on it
+2-3 times slower, until the space is reused). So every ``VACUUM_EVERY`` batches the table is
+vacuumed, which lets the next batches reuse the space the earlier ones freed: the table and its
+indexes grow by about a fifth of their size, not double. ``VACUUM`` blocks no reader or writer.
+
 Revision ID: 0012
 Revises: 0011
 Create Date: 2026-12-05
@@ -49,6 +55,9 @@ branch_labels = None
 depends_on = None
 
 BATCH = 50_000
+#: Vacuum after this many batches (and at the end): about a fifth of the table at a time for a
+#: table of a million rows, so the rewrite grows the table by about that much, not by its size.
+VACUUM_EVERY = 4
 DICTIONARY = "yuxi_english_stem"
 
 #: Scripts written without spaces between words (as in 0008).
@@ -145,15 +154,20 @@ def _reindex(bind: sa.Connection, low: int, high: int) -> None:
 
 def _reindex_all(bind: sa.Connection) -> None:
     """Every indexed message under the terms functions as they are now, batch by batch (each
-    batch its own transaction: call inside an autocommit block), then fresh statistics."""
+    batch its own transaction: call inside an autocommit block), vacuumed as it goes (module
+    docstring), then vacuumed and analysed once more."""
     top = bind.execute(
         sa.text("SELECT coalesce(max(message_id), 0) FROM message_search")
     ).scalar_one()
     low = 0
+    batches = 0
     while low < top:
         _reindex(bind, low, low + BATCH)
         low += BATCH
-    bind.execute(sa.text("ANALYZE message_search"))
+        batches += 1
+        if batches % VACUUM_EVERY == 0 and low < top:
+            bind.execute(sa.text("VACUUM message_search"))
+    bind.execute(sa.text("VACUUM (ANALYZE) message_search"))
 
 
 def _create_dictionary() -> None:
