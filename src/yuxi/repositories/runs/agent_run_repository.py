@@ -13,9 +13,9 @@ time, so callers keep lease transactions short.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import String, bindparam, func, select, update
+from sqlalchemy import String, Table, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -50,6 +50,32 @@ _LOCK_LIVE_LEASE = (
         owned_live_lease(bindparam("run_id", type_=String), bindparam("worker_id", type_=String))
     )
     .with_for_update(read=True)
+)
+_TABLE = cast(Table, AgentRun.__table__)
+_RUNS = _TABLE.c
+#: A run's end (:meth:`AgentRunRepository.finish`), built once; on the table, so the session
+#: passes the parameters to the statement as they are.
+#: (Parameter names differ from the columns': SQLAlchemy keeps those for its own SET values.)
+_FINISH = (
+    update(_TABLE)
+    .where(owned_live_lease(bindparam("b_run", type_=String), bindparam("b_worker", type_=String)))
+    .values(
+        status=bindparam("b_status", type_=_RUNS.status.type),
+        finished_at=func.now(),
+        error_code=bindparam("b_error_code", type_=_RUNS.error_code.type),
+        error_message=bindparam("b_error_message", type_=_RUNS.error_message.type),
+        output=bindparam("b_output", type_=_RUNS.output.type),
+        lease_expires_at=None,
+    )
+    .returning(_RUNS.id)
+)
+_RECORD_SNAPSHOT = (
+    update(_TABLE)
+    .where(_RUNS.id == bindparam("b_run", type_=String))
+    .values(
+        memory_snapshot_sha256=bindparam("b_sha256", type_=_RUNS.memory_snapshot_sha256.type),
+        memory_snapshot_bytes=bindparam("b_size", type_=_RUNS.memory_snapshot_bytes.type),
+    )
 )
 
 
@@ -230,20 +256,15 @@ class AgentRunRepository:
         """Move an owned, unexpired, running run to a terminal status. False = not the owner."""
         if status not in SETTLED_RUN_STATUSES:
             raise ValueError(f"not a terminal status: {status}")
-        stmt = (
-            update(AgentRun)
-            .where(owned_live_lease(run_id, worker_id))
-            .values(
-                status=status,
-                finished_at=func.now(),
-                error_code=error_code,
-                error_message=error_message,
-                output=output,
-                lease_expires_at=None,
-            )
-            .returning(AgentRun.id)
-        )
-        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+        params = {
+            "b_run": run_id,
+            "b_worker": worker_id,
+            "b_status": status,
+            "b_error_code": error_code,
+            "b_error_message": error_message,
+            "b_output": output,
+        }
+        return (await self.session.execute(_FINISH, params)).scalar_one_or_none() is not None
 
     async def reconcile_expired(self, *, limit: int = 100) -> list[str]:
         """Fail every running run whose lease ran out (by the database clock), then every
@@ -311,11 +332,8 @@ class AgentRunRepository:
         return requested
 
     async def record_memory_snapshot(self, run_id: str, *, sha256: str, size: int) -> None:
-        await self.session.execute(
-            update(AgentRun)
-            .where(AgentRun.id == run_id)
-            .values(memory_snapshot_sha256=sha256, memory_snapshot_bytes=size)
-        )
+        params = {"b_run": run_id, "b_sha256": sha256, "b_size": size}
+        await self.session.execute(_RECORD_SNAPSHOT, params)
 
     # -- the memory write gate ----------------------------------------------------------------
 

@@ -8,15 +8,74 @@ its run ends first. Reads for the owner's thread view come from here too.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import String, Table, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import Conversation, Message, ToolCall
 from yuxi.errors import NotFound
 
 __all__ = ["ToolCallRepository"]
+
+
+# The statements a run's record makes on every tool call, built once with bind parameters
+# (a compiled-cache hit per call; issue 35). On the table: the session passes the parameters to
+# the statement as they are, where an ORM insert or update would take them for rows in bulk.
+_TABLE = cast(Table, ToolCall.__table__)
+_CALLS = _TABLE.c
+_ADD = (
+    insert(_TABLE)
+    .values(
+        message_id=bindparam("message_id", type_=_CALLS.message_id.type),
+        tool_call_id=bindparam("tool_call_id", type_=_CALLS.tool_call_id.type),
+        name=bindparam("name", type_=_CALLS.name.type),
+        input=bindparam("input", type_=_CALLS.input.type),
+        output=bindparam("output", type_=_CALLS.output.type),
+        status=bindparam("status", type_=_CALLS.status.type),
+        error=bindparam("error", type_=_CALLS.error.type),
+    )
+    .returning(_CALLS.id)
+)
+_FINISH = (
+    update(_TABLE)
+    .where(_CALLS.id == bindparam("pk", type_=_CALLS.id.type))
+    .values(
+        output=bindparam("output", type_=_CALLS.output.type),
+        status=bindparam("status", type_=_CALLS.status.type),
+        error=bindparam("error", type_=_CALLS.error.type),
+    )
+    .returning(_CALLS.id)
+)
+_UID = bindparam("uid", type_=String)
+_THREAD_ID = bindparam("thread_id", type_=String)
+_THREAD_MESSAGES = (
+    select(Message.id)
+    .join(Conversation, Conversation.id == Message.conversation_id)
+    .where(Conversation.thread_id == _THREAD_ID, Conversation.uid == _UID)
+)
+_CLOSE_PENDING = (
+    update(_TABLE)
+    .where(_CALLS.status == "pending", _CALLS.message_id.in_(_THREAD_MESSAGES))
+    .values(
+        status="error",
+        error=bindparam("error", type_=_CALLS.error.type),
+        output=bindparam("error", type_=_CALLS.output.type),
+    )
+    .returning(_CALLS.id)
+)
+_FIND_IN_THREAD = (
+    select(ToolCall.id)
+    .join(Message, Message.id == ToolCall.message_id)
+    .join(Conversation, Conversation.id == Message.conversation_id)
+    .where(
+        Conversation.thread_id == _THREAD_ID,
+        Conversation.uid == _UID,
+        ToolCall.tool_call_id == bindparam("tool_call_id", type_=String),
+    )
+    .order_by(ToolCall.id.desc())
+    .limit(1)
+)
 
 
 class ToolCallRepository:
@@ -33,68 +92,39 @@ class ToolCallRepository:
         output: str | None = None,
         status: str = "pending",
         error: str | None = None,
-    ) -> ToolCall:
-        call = ToolCall(
-            message_id=message_id,
-            tool_call_id=tool_call_id,
-            name=name,
-            input=input,
-            output=output,
-            status=status,
-            error=error,
-        )
-        self.session.add(call)
-        await self.session.flush()
-        return call
+    ) -> int:
+        """A new ToolCall row; its primary key."""
+        params = {
+            "message_id": message_id,
+            "tool_call_id": tool_call_id,
+            "name": name,
+            "input": input,
+            "output": output,
+            "status": status,
+            "error": error,
+        }
+        return int((await self.session.execute(_ADD, params)).scalar_one())
 
     async def finish(
         self, tool_call_pk: int, *, output: str | None, status: str, error: str | None = None
     ) -> None:
-        stmt = (
-            update(ToolCall)
-            .where(ToolCall.id == tool_call_pk)
-            .values(output=output, status=status, error=error)
-            .returning(ToolCall.id)
-        )
-        # Plain values: the default synchronisation updates a loaded ToolCall in memory too.
-        if (await self.session.execute(stmt)).scalar_one_or_none() is None:
+        params = {"pk": tool_call_pk, "output": output, "status": status, "error": error}
+        if (await self.session.execute(_FINISH, params)).scalar_one_or_none() is None:
             raise NotFound("tool call not found")
 
     async def close_pending(self, uid: str, thread_id: str, error: str) -> int:
         """Mark every still-pending tool call of the user's thread as failed with ``error``
         (their run ended before they did); the number of calls closed."""
-        thread_messages = (
-            select(Message.id)
-            .join(Conversation, Conversation.id == Message.conversation_id)
-            .where(Conversation.thread_id == thread_id, Conversation.uid == uid)
-        )
-        stmt = (
-            update(ToolCall)
-            .where(ToolCall.status == "pending", ToolCall.message_id.in_(thread_messages))
-            .values(status="error", error=error, output=error)
-            .returning(ToolCall.id)
-            .execution_options(synchronize_session=False)
-        )
-        return len((await self.session.execute(stmt)).scalars().all())
+        params = {"uid": uid, "thread_id": thread_id, "error": error}
+        return len((await self.session.execute(_CLOSE_PENDING, params)).scalars().all())
 
     async def find_in_thread(self, uid: str, thread_id: str, tool_call_id: str) -> int | None:
         """The newest ToolCall row with ``tool_call_id`` in the user's thread (its primary key).
 
         A tool call may have been proposed by an earlier run of the thread (approval → resume).
         """
-        row = await self.session.execute(
-            select(ToolCall.id)
-            .join(Message, Message.id == ToolCall.message_id)
-            .join(Conversation, Conversation.id == Message.conversation_id)
-            .where(
-                Conversation.thread_id == thread_id,
-                Conversation.uid == uid,
-                ToolCall.tool_call_id == tool_call_id,
-            )
-            .order_by(ToolCall.id.desc())
-            .limit(1)
-        )
-        return row.scalar_one_or_none()
+        params = {"uid": uid, "thread_id": thread_id, "tool_call_id": tool_call_id}
+        return (await self.session.execute(_FIND_IN_THREAD, params)).scalar_one_or_none()
 
     async def list_for_messages(self, message_ids: Sequence[int]) -> dict[int, list[ToolCall]]:
         """The tool calls of the given messages, in one query, grouped by message id (by id).
