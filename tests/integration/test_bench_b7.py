@@ -76,7 +76,9 @@ async def test_b7_labels_match_the_loaded_rows_and_bm25_finds_exact_queries(
                 ).fetchone()
                 assert row is not None, q
                 uid, role, content, thread_id = row
-                assert uid == q.uid and role == "user" and thread_id in q.answer_threads
+                # A reply question's answer is the assistant's reply; every other one the user's.
+                expected_role = "assistant" if q.category == "reply" else "user"
+                assert uid == q.uid and role == expected_role and thread_id in q.answer_threads
                 assert any(w.lower() in content.lower() for w in q.answer_words), (q, content)
     for name in TOKENIZERS:
         indexes = {uid: Bm25Index(rows, name) for uid, rows in docs.items()}
