@@ -80,6 +80,14 @@ def test_0012_reindexes_existing_messages_keeps_totals_and_runs_twice(
     indexed, totals = _state(url)
     assert indexed[-1] == ("walking 绿茶", ["walk", "绿茶", "绿", "茶"])
     assert totals[0] == ("mig-0", 3, 18, 3, 18)
+    # The terms index was rebuilt (concurrently), valid, with no leftover of the rebuild.
+    with psycopg.connect(url) as conn:
+        indexes = conn.execute(
+            "SELECT c.relname, i.indisvalid FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname LIKE 'ix_message_search_uid_terms%'"
+        ).fetchall()
+    assert indexes == [("ix_message_search_uid_terms", True)]
     # Again: nothing changes.
     command.stamp(alembic_config(url), BEFORE)
     upgrade_sync(url)
