@@ -5,13 +5,10 @@ attempt; idempotent retries of a real decision still get the run they created.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 
 from tests.support.factories import interrupted_run, make_user, sql
-from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
 from yuxi.errors import Conflict, InvalidArgument
 from yuxi.runtime.worker import Worker
@@ -76,14 +73,6 @@ async def test_a_run_stored_before_the_fix_never_answers_a_decision(
 
 
 # -- over HTTP --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def client(container: Container) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(container, workers=0)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://yuxi.test") as client:
-        yield client
 
 
 async def test_the_attack_over_http_is_a_clear_400_and_approve_still_works(

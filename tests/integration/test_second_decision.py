@@ -7,13 +7,11 @@ so a reloaded transcript still shows them (§4)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from tests.support.factories import interrupted_run, make_user, sql
-from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
 from yuxi.errors import AlreadyDecided, YuxiError
 from yuxi.runtime.worker import Worker
@@ -118,14 +116,6 @@ async def test_a_run_holding_a_decision_id_is_not_shown_as_a_decision(
 
 
 # -- over HTTP --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def client(container: Container) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(container, workers=0)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://yuxi.test") as client:
-        yield client
 
 
 async def test_over_http_the_second_tab_gets_409_already_decided(

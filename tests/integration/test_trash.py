@@ -9,7 +9,6 @@ import dataclasses
 import io
 import json
 import zipfile
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import httpx
@@ -17,19 +16,10 @@ import pytest
 
 from tests.support.db_scan import dump_tables
 from tests.support.factories import make_run, memory_file, remember
-from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
 from yuxi.errors import Conflict, NotFound
 from yuxi.limits import TRASH_DAYS
 from yuxi.services.chat import ThreadDetail
-
-
-@pytest.fixture
-async def client(container: Container) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(container, workers=0)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://yuxi.test") as client:
-        yield client
 
 
 async def _user(c: Container, name: str) -> tuple[str, dict[str, str]]:
