@@ -28,7 +28,11 @@ from benchmarks.datagen import TERMS, generate
 from benchmarks.env import BenchEnv
 from benchmarks.fixtures import make_claimed_run, realistic_memory
 from yuxi.agents.context import RunIdentity, build_agent_input_context
-from yuxi.agents.middlewares.memory import create_memory_middleware, render_memory_block
+from yuxi.agents.middlewares.memory import (
+    create_memory_middleware,
+    render_memory_block,
+    run_memory,
+)
 from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
 from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.agents.tools.workspace_tools import make_workspace_tools
@@ -85,19 +89,19 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
     agent_input = await build_agent_input_context(
         workspace=workspace, identity=ctx, base_prompt=CHAT_SYSTEM_PROMPT
     )
-    middleware = await create_memory_middleware(memory=memory, lookback=lookback, context=ctx)
-    assert middleware is not None
-    system_ours = f"{agent_input.system_prompt}\n\n{middleware.memory_block}"
-    workspace_tools = _tools_json(
-        make_workspace_tools(workspace=workspace, memory=memory, files=c.services.files)
-    )
+    snapshot = await memory.load_memory_snapshot(uid)
+    assert snapshot is not None
+    injected = run_memory(snapshot)
+    middleware = create_memory_middleware(memory=memory, lookback=lookback)
+    system_ours = f"{agent_input.system_prompt}\n\n{injected.block}"
+    workspace_tools = _tools_json(make_workspace_tools(memory=memory, files=c.services.files))
     memory_tools = _tools_json(list(middleware.tools))
     current = {"role": "user", "content": CURRENT_MESSAGE}
 
     ours_messages = [{"role": "system", "content": system_ours}, current]
     ours = _utf8(ours_messages) + _utf8(workspace_tools + memory_tools)
     system_no_memory = (
-        f"{agent_input.system_prompt}\n\n{render_memory_block('', nonce=middleware.nonce)}"
+        f"{agent_input.system_prompt}\n\n{render_memory_block('', nonce=injected.nonce)}"
     )
     ours_no_memory = _utf8([{"role": "system", "content": system_no_memory}, current]) + _utf8(
         workspace_tools + memory_tools
@@ -135,7 +139,7 @@ async def _one_size(env: BenchEnv, n: int, memory_text: bytes, seed: int) -> dic
         },
         "parts": {
             "system_prompt": len(agent_input.system_prompt.encode("utf-8")),
-            "memory_block": len(middleware.memory_block.encode("utf-8")),
+            "memory_block": len(injected.block.encode("utf-8")),
             "current_message": _utf8(current),
             "workspace_tool_schemas": _utf8(workspace_tools),
             "memory_tool_schemas": _utf8(memory_tools),

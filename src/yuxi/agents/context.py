@@ -1,27 +1,43 @@
-"""The shared agent input context: run identity plus the user's AGENTS.md and USER.md.
+"""What one run brings to a compiled graph: the shared agent input context and the run context.
 
-:func:`build_agent_input_context` is used by chat, resume, the agent-state view and SubAgents.
-It never reads ``agents/MEMORY.md``: long-term memory reaches only the top-level chat agent, and
-only through :mod:`yuxi.agents.middlewares.memory` (design.md §2, §4).
+:func:`build_agent_input_context` (the run identity plus the user's AGENTS.md and USER.md) is
+used by chat, resume, the agent-state view and SubAgents. It never reads ``agents/MEMORY.md``:
+long-term memory reaches only the top-level chat agent, and only through
+:mod:`yuxi.agents.middlewares.memory` (design.md §2, §4).
+
+A graph is compiled once per configuration and shared by every run of that configuration, so
+nothing of a run is bound into it. Everything a run is reaches the graph as LangGraph's run
+context, one :class:`RunContext` per invocation (``context_schema``): tools read it from
+``ToolRuntime.context``, middleware from ``request.runtime.context``. :func:`trusted_context`
+is the one check all of them use (fail closed: anything else is no run at all).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from yuxi.errors import WorkspaceError, WorkspaceFileNotFound
+from yuxi.errors import UnauthorizedRun, WorkspaceError, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
 from yuxi.limits import CONTEXT_FILE_MAX_BYTES
+from yuxi.services.memory.service import MemorySnapshot
 from yuxi.utils.string_utils import cut_to_char_boundary
 from yuxi.workspace.filesystem import AGENTS_PATH, USER_PATH, Workspace
+
+if TYPE_CHECKING:
+    from yuxi.agents.tools.delegate import SubagentReply
 
 __all__ = [
     "CONTEXT_FILES",
     "CONTEXT_FILE_MAX_BYTES",
     "AgentInputContext",
     "ContextFile",
+    "RunContext",
     "RunIdentity",
+    "RunMemory",
+    "RunSubagent",
     "build_agent_input_context",
     "trusted_context",
 ]
@@ -35,18 +51,63 @@ CONTEXT_FILES: tuple[tuple[str, str], ...] = (
 )
 
 
-def trusted_context(context: object, *, require_worker: bool) -> RunIdentity | None:
-    """The run identity if ``context`` is a complete :class:`RunIdentity`, else ``None``.
+#: Runs a SubAgent for the run whose context carries it; returns its answer.
+RunSubagent = Callable[[str], Awaitable["SubagentReply"]]
 
+
+@dataclass(frozen=True, slots=True)
+class RunMemory:
+    """The memory one run injects: the snapshot read (and recorded) as the run starts, and the
+    block rendered from it with the run's own nonce (:func:`yuxi.agents.middlewares.memory.
+    run_memory`)."""
+
+    snapshot: MemorySnapshot
+    nonce: str
+    block: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RunContext:
+    """Everything of one run that a shared graph sees: the LangGraph run context.
+
+    ``identity`` is the run's trusted identity, ``workspace`` the owner's workspace (it must be
+    the identity's user: construction refuses anything else), ``system_prompt`` the shared
+    context (:func:`build_agent_input_context`), ``memory`` what the memory middleware injects
+    (``None``: memory is off for this run, or a SubAgent), ``subagents`` the runner the delegate
+    tool calls (``None``: this run may not delegate).
+    """
+
+    identity: RunIdentity
+    workspace: Workspace
+    system_prompt: str
+    memory: RunMemory | None = None
+    subagents: RunSubagent | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.identity, RunIdentity):
+            raise UnauthorizedRun("a run context needs a trusted run identity")
+        if not isinstance(self.workspace, Workspace) or self.workspace.uid != self.identity.uid:
+            raise UnauthorizedRun("the workspace does not belong to the run's user")
+
+
+def trusted_context(context: object, *, require_worker: bool) -> RunContext | None:
+    """The run context if ``context`` is a complete :class:`RunContext`, else ``None``.
+
+    Complete: a :class:`RunIdentity` with every value set and a workspace of that same user.
     With ``require_worker`` a SubAgent context (``worker_id`` None) is refused as well.
     Callers turn ``None`` into a structured ``unauthorized_run`` error: fail closed.
     """
-    if not isinstance(context, RunIdentity):
+    if not isinstance(context, RunContext):
         return None
-    values: list[object] = [context.uid, context.thread_id, context.run_id, context.request_id]
+    identity = context.identity
+    if not isinstance(identity, RunIdentity):
+        return None
+    values: list[object] = [identity.uid, identity.thread_id, identity.run_id, identity.request_id]
     if require_worker:
-        values.append(context.worker_id)
+        values.append(identity.worker_id)
     if not all(isinstance(value, str) and value for value in values):
+        return None
+    if context.workspace.uid != identity.uid:
         return None
     return context
 

@@ -1,4 +1,5 @@
-"""What executing agent runs needs beyond the services: the chat model and the checkpointer.
+"""What executing agent runs needs beyond the services: the chat model, the checkpointer and
+the compiled graphs (:class:`~yuxi.runtime.graph_cache.GraphCache`).
 
 Opened by :func:`yuxi.bootstrap.open_agent_runtime` only in processes that execute runs.
 """
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yuxi.observability.metrics import Metrics
+from yuxi.runtime.graph_cache import GraphCache
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -34,3 +36,6 @@ class AgentRuntime:
     limits: RunLimits
     #: Where the executor reports run durations (the container's; a fresh one in tests).
     metrics: Metrics = field(default_factory=Metrics)
+    #: The graphs compiled for this runtime. Never an argument: every instance (also one made
+    #: by ``dataclasses.replace``) starts with its own empty cache.
+    graphs: GraphCache = field(default_factory=GraphCache, init=False, repr=False, compare=False)

@@ -1,7 +1,8 @@
 """Execute one claimed run: assemble its graph, stream it, record every event, finish it.
 
 The run's identity comes from the claim (the row this worker holds a lease on) as one
-:class:`~yuxi.identity.RunIdentity`; it reaches tools only as the LangGraph run ``context``.
+:class:`~yuxi.identity.RunIdentity`; it reaches the (shared, cached) graph and its tools only
+inside the run's :class:`~yuxi.agents.context.RunContext`, the LangGraph run ``context``.
 Every record goes through the run service, fenced by the lease: :class:`LeaseLost` ends the run
 here without finishing it (it is no longer this worker's to finish).
 """
@@ -126,7 +127,7 @@ class RunExecutor:
             async for mode, chunk in graph.astream(
                 graph_input,
                 config,
-                context=identity,
+                context=assembled.context,
                 stream_mode=["updates", "messages"],
                 durability=CHECKPOINT_DURABILITY,
             ):

@@ -1,11 +1,13 @@
-"""Build the chatbot graph, and its input, for one claimed run.
+"""The chatbot graph, its run context and its input, for one claimed run.
 
-The graph gets the shared context (``build_agent_input_context``: the chat prompt plus AGENTS.md
-and USER.md), the memory and lookback services (the memory middleware decides per run whether
-memory is on) and the delegate tool backed by a :class:`SubagentRunner`. It is invoked with
-``context=claimed.identity``. The memory snapshot the middleware will inject comes back with the
-graph: the executor records it as the run starts (``RunService.start``), in the transaction of
-the run's ``running`` event.
+The graph is the runtime's cached one for the run's configuration (the memory switch, read
+again here as the run starts; :class:`~yuxi.runtime.graph_cache.GraphCache`). Everything of the
+run goes into its :class:`~yuxi.agents.context.RunContext`: the identity from the claim, the
+user's workspace, the shared context (``build_agent_input_context``: the chat prompt plus
+AGENTS.md and USER.md), the memory snapshot the memory middleware injects and a
+:class:`SubagentRunner` bound to this run. The executor records that same snapshot as the run
+starts (``RunService.start``, in the transaction of the run's ``running`` event) and invokes the
+graph with ``context=assembled.context``: what is recorded is what is injected.
 """
 
 from __future__ import annotations
@@ -13,14 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from langchain.tools import ToolRuntime
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
-from yuxi.agents.context import build_agent_input_context
-from yuxi.agents.graphs.chatbot import AgentGraph, build_chatbot_graph
+from yuxi.agents.context import RunContext, build_agent_input_context
+from yuxi.agents.graphs.chatbot import AgentGraph
+from yuxi.agents.middlewares.memory import run_memory
 from yuxi.agents.prompts import CHAT_SYSTEM_PROMPT
-from yuxi.agents.tools.delegate import SubagentReply, make_delegate_tool
 from yuxi.runtime.subagent_runner import SubagentRunner
 from yuxi.services.memory.service import MemorySnapshot
 from yuxi.services.runs.service import ClaimedRun, RunService
@@ -37,52 +38,48 @@ REJECTION_MESSAGE = "The user rejected this action."
 
 @dataclass(frozen=True)
 class AssembledGraph:
+    #: Shared by every run of its configuration.
     graph: AgentGraph
-    #: What the memory middleware injects into this run (None: memory is off).
-    snapshot: MemorySnapshot | None
+    #: This run's, and only this run's: pass it as ``context=``.
+    context: RunContext
+
+    @property
+    def snapshot(self) -> MemorySnapshot | None:
+        """What the memory middleware injects into this run (None: memory is off)."""
+        memory = self.context.memory
+        return None if memory is None else memory.snapshot
 
 
 async def assemble_chatbot_graph(
     claimed: ClaimedRun, *, services: Services, runtime: AgentRuntime, workspace: Workspace
 ) -> AssembledGraph:
     identity = claimed.identity
-    runs = services.runs
     await workspace.ensure_user_workspace()
     agent_input = await build_agent_input_context(
         workspace=workspace, identity=identity, base_prompt=CHAT_SYSTEM_PROMPT
     )
-    seen: list[MemorySnapshot] = []
-
-    async def on_snapshot(snapshot: MemorySnapshot) -> None:
-        seen.append(snapshot)
-
-    subagents = SubagentRunner(
-        runs,
-        runtime.model,
+    # The switch, re-queried for every new run: None when off (MEMORY.md is not opened).
+    snapshot = await services.memory.load_memory_snapshot(identity.uid)
+    subagents = SubagentRunner(services.runs, runtime, workspace)
+    context = RunContext(
+        identity,
         workspace,
-        model_call_limit=runtime.limits.model_calls,
-        tool_call_limit=runtime.limits.tool_calls,
+        agent_input.system_prompt,
+        memory=None if snapshot is None else run_memory(snapshot),
+        subagents=subagents.bound_to(identity),
     )
-
-    async def run_subagent(task: str, tool_runtime: ToolRuntime[Any, Any]) -> SubagentReply:
-        # The delegate tool has checked that tool_runtime.context is this top-level run.
-        return await subagents.run(identity, task)
-
-    graph = await build_chatbot_graph(
+    graph = runtime.graphs.chatbot(
         model=runtime.model,
         memory=services.memory,
         lookback=services.lookback,
         files=services.files,
-        workspace=workspace,
-        context=identity,
-        system_prompt=agent_input.system_prompt,
-        delegate_tool=make_delegate_tool(run_subagent),
         checkpointer=runtime.checkpointer,
-        on_snapshot=on_snapshot,
+        memory_on=snapshot is not None,
+        delegate=True,
         model_call_limit=runtime.limits.model_calls,
         tool_call_limit=runtime.limits.tool_calls,
     )
-    return AssembledGraph(graph, seen[0] if seen else None)
+    return AssembledGraph(graph, context)
 
 
 async def build_graph_input(claimed: ClaimedRun, runs: RunService) -> Any:

@@ -1,18 +1,20 @@
 """Run a SubAgent for a delegating top-level run, in a persisted child thread of its own.
 
-The run service records the child thread (linked to the parent's, so history never shows it),
-a ``subagent`` run and the task, then the answer. The SubAgent never gets the memory middleware,
-and its identity carries no ``worker_id``, so even a forged memory call could not pass the
-memory write gate.
+The SubAgent graph is the runtime's cached one (:class:`~yuxi.runtime.graph_cache.GraphCache`),
+shared by every SubAgent run; this run's identity, workspace and prompt reach it as its run
+context. The run service records the child thread (linked to the parent's, so history never
+shows it), a ``subagent`` run and the task, then the answer. The SubAgent never gets the memory
+middleware, its context carries no memory, and its identity carries no ``worker_id``, so even a
+forged memory call could not pass the memory tools' check or the memory write gate.
 """
 
 from __future__ import annotations
 
-from langchain_core.language_models import BaseChatModel
+from typing import TYPE_CHECKING
+
 from langchain_core.messages import HumanMessage
 
-from yuxi.agents.context import build_agent_input_context
-from yuxi.agents.graphs.subagent import build_subagent_graph
+from yuxi.agents.context import RunContext, RunSubagent, build_agent_input_context
 from yuxi.agents.prompts import SUBAGENT_SYSTEM_PROMPT
 from yuxi.agents.tools.delegate import SubagentReply
 from yuxi.errors import SubagentFailed
@@ -21,23 +23,25 @@ from yuxi.runtime.stream_events import message_text
 from yuxi.services.runs.service import RunService
 from yuxi.workspace.filesystem import Workspace
 
+if TYPE_CHECKING:
+    from yuxi.runtime.agent_runtime import AgentRuntime
+
 __all__ = ["SubagentRunner"]
 
 
 class SubagentRunner:
-    def __init__(
-        self,
-        runs: RunService,
-        model: BaseChatModel,
-        workspace: Workspace,
-        *,
-        model_call_limit: int | None = None,
-        tool_call_limit: int | None = None,
-    ) -> None:
+    def __init__(self, runs: RunService, runtime: AgentRuntime, workspace: Workspace) -> None:
         self._runs = runs
-        self._model = model
+        self._runtime = runtime
         self._workspace = workspace
-        self._limits = (model_call_limit, tool_call_limit)
+
+    def bound_to(self, parent: RunIdentity) -> RunSubagent:
+        """The runner of ``parent``'s run context: SubAgents for that run only."""
+
+        async def run_subagent(task: str) -> SubagentReply:
+            return await self.run(parent, task)
+
+        return run_subagent
 
     async def run(self, parent: RunIdentity, task: str) -> SubagentReply:
         """The SubAgent's answer as the delegate tool's result.
@@ -50,15 +54,17 @@ class SubagentRunner:
         agent_input = await build_agent_input_context(
             workspace=self._workspace, identity=child, base_prompt=SUBAGENT_SYSTEM_PROMPT
         )
-        graph = build_subagent_graph(
-            model=self._model,
-            workspace=self._workspace,
-            system_prompt=agent_input.system_prompt,
-            model_call_limit=self._limits[0],
-            tool_call_limit=self._limits[1],
+        runtime = self._runtime
+        graph = runtime.graphs.subagent(
+            model=runtime.model,
+            model_call_limit=runtime.limits.model_calls,
+            tool_call_limit=runtime.limits.tool_calls,
         )
+        context = RunContext(child, self._workspace, agent_input.system_prompt)
         try:
-            result = await graph.ainvoke({"messages": [HumanMessage(content=task)]}, context=child)
+            result = await graph.ainvoke(
+                {"messages": [HumanMessage(content=task)]}, context=context
+            )
         except Exception as exc:
             why = f"{type(exc).__name__}: {exc}"
             await self._runs.finish_subagent(child, "failed", f"SubAgent failed: {why}")

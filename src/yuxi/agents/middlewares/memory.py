@@ -1,15 +1,22 @@
 """Main-agent long-term memory: the low-trust memory prompt and the four memory tools.
 
-Owner of the memory prompt and tool assembly (design.md §2, §4). Only the chatbot graph calls
-:func:`create_memory_middleware`, once per new run (chat or resume), after re-querying the
-user's ``enable_memory`` switch:
+Owner of the memory prompt and tool assembly (design.md §2, §4). Every new run (chat or
+resume) re-queries the user's ``enable_memory`` switch as it starts
+(``MemoryService.load_memory_snapshot``, which opens no file when it is off), and runs on the
+chatbot graph compiled for that answer:
 
-* switch off → ``None``: MEMORY.md is not opened and no memory tool exists in the run;
-* switch on → a :class:`YuxiMemoryMiddleware` that appends the memory block to the system message
-  of every model call and registers exactly ``remember_memory``, ``search_thread_messages``,
-  ``read_thread_messages`` and ``list_threads``. Their model-visible schemas carry no identity
-  or path: identity comes only from ``ToolRuntime.context`` (a
-  :class:`~yuxi.agents.context.RunIdentity`).
+* switch off → the graph without this middleware: MEMORY.md is not opened and no memory tool
+  exists in the run;
+* switch on → the graph with a :class:`YuxiMemoryMiddleware` (:func:`create_memory_middleware`),
+  which appends the run's memory block to the system message of every model call and registers
+  exactly ``remember_memory``, ``search_thread_messages``, ``read_thread_messages`` and
+  ``list_threads``. Their model-visible schemas carry no identity or path.
+
+The graph is shared by every run with memory on, so the middleware and its tools hold nothing of
+any run: the block (:func:`run_memory`, rendered from the snapshot recorded as the run started)
+and the identity come only from the run context of the call itself
+(:class:`~yuxi.agents.context.RunContext`: ``request.runtime.context``, ``ToolRuntime.context``).
+A call whose context carries no memory fails closed.
 
 SubAgent graphs never construct this middleware.
 """
@@ -25,7 +32,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from yuxi.agents.context import RunIdentity, trusted_context
+from yuxi.agents.context import RunContext, RunMemory, trusted_context
 from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL
 from yuxi.agents.ports import LookbackPort, MemoryPort
 from yuxi.agents.prompts import (
@@ -39,6 +46,7 @@ from yuxi.agents.prompts import (
 from yuxi.agents.tools.run_tool import make_run_tool
 from yuxi.agents.tools.tool_result import tool_message
 from yuxi.errors import UnauthorizedRun
+from yuxi.identity import RunIdentity
 from yuxi.limits import LIST_THREADS_DEFAULT_ITEMS
 from yuxi.services.lookback.service import LookbackResult
 from yuxi.services.memory.service import MemorySnapshot, MemoryWriteResult
@@ -52,6 +60,7 @@ __all__ = [
     "YuxiMemoryMiddleware",
     "create_memory_middleware",
     "render_memory_block",
+    "run_memory",
 ]
 
 MEMORY_TOOL_NAMES = (
@@ -94,36 +103,47 @@ def _append_to_system_message(message: SystemMessage | None, block: str) -> Syst
     return message.model_copy(update={"content": new_content})
 
 
-class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunIdentity, Any]):
-    """Adds the memory block to every model call; carries the four memory tools."""
+def run_memory(snapshot: MemorySnapshot, *, nonce: str | None = None) -> RunMemory:
+    """What one run injects: ``snapshot`` framed with a nonce drawn for this run alone."""
+    nonce = nonce if nonce is not None else new_nonce()
+    return RunMemory(snapshot, nonce, render_memory_block(snapshot.text, nonce=nonce))
 
-    def __init__(
-        self, *, snapshot: MemorySnapshot, tools: Sequence[BaseTool], nonce: str | None = None
-    ) -> None:
+
+_NO_MEMORY = "this run has no memory snapshot; memory is not available here"
+
+
+def _context_memory(context: object) -> RunMemory:
+    """The memory of the run ``context`` belongs to; refuses a context without one."""
+    if not isinstance(context, RunContext) or context.memory is None:
+        raise UnauthorizedRun(_NO_MEMORY)
+    return context.memory
+
+
+class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunContext, Any]):
+    """Adds the run's memory block to every model call; carries the four memory tools."""
+
+    def __init__(self, *, tools: Sequence[BaseTool]) -> None:
         super().__init__()
-        self.snapshot = snapshot
         self.tools = tuple(tools)
-        #: Drawn once per run (the middleware is built once per run): the data's boundary.
-        self.nonce = nonce if nonce is not None else new_nonce()
-        self.memory_block = render_memory_block(snapshot.text, nonce=self.nonce)
 
-    def _with_memory(self, request: ModelRequest[RunIdentity]) -> ModelRequest[RunIdentity]:
+    def _with_memory(self, request: ModelRequest[RunContext]) -> ModelRequest[RunContext]:
         """The one helper both the sync and the async path use."""
+        block = _context_memory(request.runtime.context).block
         return request.override(
-            system_message=_append_to_system_message(request.system_message, self.memory_block)
+            system_message=_append_to_system_message(request.system_message, block)
         )
 
     def wrap_model_call(
         self,
-        request: ModelRequest[RunIdentity],
-        handler: Callable[[ModelRequest[RunIdentity]], ModelResponse[Any]],
+        request: ModelRequest[RunContext],
+        handler: Callable[[ModelRequest[RunContext]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         return handler(self._with_memory(request))
 
     async def awrap_model_call(
         self,
-        request: ModelRequest[RunIdentity],
-        handler: Callable[[ModelRequest[RunIdentity]], Awaitable[ModelResponse[Any]]],
+        request: ModelRequest[RunContext],
+        handler: Callable[[ModelRequest[RunContext]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         return await handler(self._with_memory(request))
 
@@ -131,25 +151,23 @@ class YuxiMemoryMiddleware(AgentMiddleware[AgentState[Any], RunIdentity, Any]):
 _UNAUTHORIZED = "this call has no trusted top-level run identity; memory is not available here"
 
 
-def _identity(runtime: ToolRuntime[RunIdentity | None, Any], bound: RunIdentity) -> RunIdentity:
-    """The trusted identity of this call: a complete RunIdentity equal to the one built for."""
+def _identity(runtime: ToolRuntime[RunContext | None, Any]) -> RunIdentity:
+    """The trusted identity of this call: a complete top-level run context with memory on."""
     context = trusted_context(runtime.context, require_worker=True)
-    if context is None or context != bound:
+    if context is None or context.memory is None:
         raise UnauthorizedRun(_UNAUTHORIZED)
-    return context
+    return context.identity
 
 
-def make_memory_tools(
-    memory: MemoryPort, lookback: LookbackPort, bound: RunIdentity
-) -> tuple[BaseTool, ...]:
+def make_memory_tools(memory: MemoryPort, lookback: LookbackPort) -> tuple[BaseTool, ...]:
     async def remember_memory(
         content: str,
         replaces: str | None = None,
         *,
-        runtime: ToolRuntime[RunIdentity | None, Any],
+        runtime: ToolRuntime[RunContext | None, Any],
     ) -> ToolMessage:
         async def call() -> MemoryWriteResult:
-            identity = _identity(runtime, bound)
+            identity = _identity(runtime)
             return await memory.remember_memory(
                 identity, content, replaces, tool_call_id=runtime.tool_call_id
             )
@@ -163,10 +181,10 @@ def make_memory_tools(
         before: str | None = None,
         thread_id: str | None = None,
         *,
-        runtime: ToolRuntime[RunIdentity | None, Any],
+        runtime: ToolRuntime[RunContext | None, Any],
     ) -> ToolMessage:
         async def call() -> LookbackResult:
-            identity = _identity(runtime, bound)
+            identity = _identity(runtime)
             return await lookback.search_thread_messages(
                 uid=identity.uid,
                 query=query,
@@ -185,10 +203,10 @@ def make_memory_tools(
         limit: int = 20,
         include_tools: bool = False,
         *,
-        runtime: ToolRuntime[RunIdentity | None, Any],
+        runtime: ToolRuntime[RunContext | None, Any],
     ) -> ToolMessage:
         async def call() -> LookbackResult:
-            identity = _identity(runtime, bound)
+            identity = _identity(runtime)
             return await lookback.read_thread_messages(
                 uid=identity.uid,
                 thread_id=thread_id,
@@ -203,10 +221,10 @@ def make_memory_tools(
         before: str | None = None,
         limit: int = LIST_THREADS_DEFAULT_ITEMS,
         *,
-        runtime: ToolRuntime[RunIdentity | None, Any],
+        runtime: ToolRuntime[RunContext | None, Any],
     ) -> ToolMessage:
         async def call() -> LookbackResult:
-            identity = _identity(runtime, bound)
+            identity = _identity(runtime)
             return await lookback.list_threads(
                 uid=identity.uid,
                 before=before,
@@ -236,24 +254,6 @@ def make_memory_tools(
     )
 
 
-async def create_memory_middleware(
-    *,
-    memory: MemoryPort,
-    lookback: LookbackPort,
-    context: RunIdentity,
-    on_snapshot: Callable[[MemorySnapshot], Awaitable[None]] | None = None,
-) -> YuxiMemoryMiddleware | None:
-    """Build the memory middleware for one new run, or ``None`` when memory is off.
-
-    Re-queries the switch through ``memory.load_memory_snapshot`` (which opens no file when it is
-    off). When on, ``on_snapshot`` is awaited once with the snapshot this run injects, so the
-    worker can record its sha256 and size on the run.
-    """
-    snapshot = await memory.load_memory_snapshot(context.uid)
-    if snapshot is None:
-        return None
-    if on_snapshot is not None:
-        await on_snapshot(snapshot)
-    return YuxiMemoryMiddleware(
-        snapshot=snapshot, tools=make_memory_tools(memory, lookback, context)
-    )
+def create_memory_middleware(*, memory: MemoryPort, lookback: LookbackPort) -> YuxiMemoryMiddleware:
+    """The memory middleware of the chatbot graph compiled with memory on (shared by its runs)."""
+    return YuxiMemoryMiddleware(tools=make_memory_tools(memory, lookback))

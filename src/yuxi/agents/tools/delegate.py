@@ -1,15 +1,15 @@
-"""The SubAgent delegation tool. The runtime (worker) supplies ``run_subagent``.
+"""The SubAgent delegation tool. The runtime (worker) supplies each run's SubAgent runner.
 
-``run_subagent(task, runtime)`` runs the SubAgent graph in a persisted child thread and returns
-its final answer as a :class:`SubagentReply` (or raises :class:`~yuxi.errors.SubagentFailed`);
-this module only builds the model-facing tool around it. Delegation is only for top-level runs
-(a complete :class:`RunIdentity` with a ``worker_id``): a SubAgent cannot delegate further.
+The tool is built once per compiled graph; the runner comes from the run context of the call
+itself (``RunContext.subagents``, bound by the runtime to that run): it runs the SubAgent graph
+in a persisted child thread and returns its final answer as a :class:`SubagentReply` (or raises
+:class:`~yuxi.errors.SubagentFailed`). Delegation is only for top-level runs (a complete run
+context with a ``worker_id`` and a runner): a SubAgent cannot delegate further.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
-from yuxi.agents.context import RunIdentity, trusted_context
+from yuxi.agents.context import RunContext, RunSubagent, trusted_context
 from yuxi.agents.prompts import DELEGATE_TOOL_DESCRIPTION
 from yuxi.agents.tools.run_tool import make_run_tool
 from yuxi.agents.tools.tool_result import tool_message
@@ -53,16 +53,14 @@ class SubagentReply:
         return payload
 
 
-RunSubagent = Callable[[str, ToolRuntime[Any, Any]], Awaitable[SubagentReply]]
-
-
-def make_delegate_tool(run_subagent: RunSubagent) -> BaseTool:
-    async def delegate(task: str, runtime: ToolRuntime[RunIdentity | None, Any]) -> SubagentReply:
-        if trusted_context(runtime.context, require_worker=True) is None:
+def make_delegate_tool() -> BaseTool:
+    async def delegate(task: str, runtime: ToolRuntime[RunContext | None, Any]) -> SubagentReply:
+        context = trusted_context(runtime.context, require_worker=True)
+        if context is None or context.subagents is None:
             raise UnauthorizedRun("only a top-level run may delegate")
         text = check_text("task", task, max_bytes=SUBAGENT_TASK_MAX_BYTES).strip()
         try:
-            return await run_subagent(text, runtime)
+            return await context.subagents(text)
         except (GraphBubbleUp, SubagentFailed):  # control flow; an already-told failure
             raise
         except Exception:  # the parent run goes on and is told
@@ -70,7 +68,7 @@ def make_delegate_tool(run_subagent: RunSubagent) -> BaseTool:
             raise SubagentFailed("the SubAgent could not complete the task") from None
 
     async def delegate_to_subagent(
-        task: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
+        task: str, *, runtime: ToolRuntime[RunContext | None, Any]
     ) -> ToolMessage:
         return await tool_message(DELEGATE_TOOL_NAME, runtime, lambda: delegate(task, runtime))
 

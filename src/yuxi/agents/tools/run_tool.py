@@ -1,14 +1,14 @@
-"""Per-run tools with schemas built once per process.
+"""Agent tools with schemas built once per process.
 
-Every run gets its own tool objects: each closes over the run's identity, workspace and ports,
-so a tool can never act for another run. Built naively (``StructuredTool.from_function``) each
-of those objects would also get its own pydantic argument model and tool-call model, generated
-from the same function signature again and again; a profile of chat runs with the offline
-model showed that schema work as the largest part of a run's CPU (``docs/performance.md``).
+Tools are built with each compiled graph (one per configuration, shared by its runs; they read
+the run from the call's ``ToolRuntime.context``). Built naively (``StructuredTool.from_function``)
+each tool object would get its own pydantic argument model and tool-call model, generated from
+the same function signature for every graph compiled; ``docs/performance.md`` describes the
+profile that found that schema work.
 
 The schemas depend only on the function's signature, never on what it closes over, so they are
-kept per code object (every run's closure of one tool function shares its code object) and per
-tool name. The cache holds one entry per tool definition in the codebase, so it stays tiny.
+kept per code object (every closure of one tool function shares its code object) and per tool
+name. The cache holds one entry per tool definition in the codebase, so it stays tiny.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class RunTool(StructuredTool):
 def make_run_tool(
     coroutine: Callable[..., Awaitable[Any]], *, name: str, description: str
 ) -> StructuredTool:
-    """A tool for one run, from a coroutine defined inside the run's tool factory."""
+    """A tool from a coroutine defined inside a tool factory."""
     key = (coroutine.__code__, name)
     if key not in _ARGS:
         first = StructuredTool.from_function(

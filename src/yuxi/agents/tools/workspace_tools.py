@@ -1,7 +1,9 @@
 """Generic workspace file tools: read, write and edit files of the run's user.
 
-Identity comes only from ``ToolRuntime.context`` and must belong to the workspace the tools were
-bound to. Paths are workspace-relative and validated by :mod:`yuxi.workspace` (no ``..``, no
+The tools are built once per compiled graph and shared by its runs: the identity and the
+workspace come only from the run context of the call itself (``ToolRuntime.context``, a
+:class:`~yuxi.agents.context.RunContext` whose workspace belongs to its identity's user; anything
+else is refused). Paths are workspace-relative and validated by :mod:`yuxi.workspace` (no ``..``, no
 absolute paths, no symlinks); every failure is an error ``ToolMessage`` (one adapter,
 :mod:`yuxi.agents.tools.tool_result`), never an exception.
 
@@ -11,7 +13,8 @@ touch ``agents/MEMORY.md`` they go through :meth:`MemoryService.agent_write_memo
 writer that takes the same per-uid lock and publish as ``remember_memory``, so no update is lost,
 and the same gate: the run must still own a live lease and memory must still be on when the
 (approved) write lands; it is recorded as a version with the run's provenance. Tools built
-with ``allow_memory_file=False`` (memory off, SubAgents) refuse MEMORY.md altogether, so the
+with ``allow_memory_file=False`` (memory off, SubAgents) refuse MEMORY.md altogether, and so does
+any call whose run context carries no memory, so the
 memory switch and the SubAgent boundary cannot be bypassed through a generic file tool.
 """
 
@@ -25,7 +28,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
-from yuxi.agents.context import RunIdentity, trusted_context
+from yuxi.agents.context import RunContext, trusted_context
 from yuxi.agents.ports import MemoryPort, WorkspaceFilesPort
 from yuxi.agents.prompts import (
     EDIT_WORKSPACE_FILE_DESCRIPTION,
@@ -46,7 +49,7 @@ from yuxi.errors import (
 )
 from yuxi.limits import TOOL_READ_MAX_BYTES, TOOL_WRITE_MAX_BYTES
 from yuxi.utils.string_utils import cut_to_char_boundary
-from yuxi.workspace.filesystem import MEMORY_PATH, Workspace, split_relative_path
+from yuxi.workspace.filesystem import MEMORY_PATH, split_relative_path
 
 __all__ = [
     "SENSITIVE_TOOLS",
@@ -95,32 +98,33 @@ def _normalize_path(path: object) -> str:
 
 
 class _Bound:
-    """What every tool closure shares: the workspace, its owner check, the memory writer."""
+    """What every tool closure shares: the memory writer, the file writer, the MEMORY.md rule.
+
+    Nothing of a run: the tools are shared by every run of their graph."""
 
     def __init__(
         self,
-        workspace: Workspace,
         memory: MemoryPort | None,
         files: WorkspaceFilesPort | None,
         *,
         allow_memory_file: bool,
     ) -> None:
-        self.workspace = workspace
         self.memory = memory
         self.files = files
         self.allow_memory_file = allow_memory_file and memory is not None
 
-    def identity(self, runtime: ToolRuntime[RunIdentity | None, Any]) -> RunIdentity:
+    def run(self, runtime: ToolRuntime[RunContext | None, Any]) -> RunContext:
+        """The run this call belongs to; its workspace is its identity's user's."""
         context = trusted_context(runtime.context, require_worker=False)
-        if context is None or context.uid != self.workspace.uid:
+        if context is None:
             raise UnauthorizedRun(_UNAUTHORIZED)
         return context
 
-    def resolve(self, path: object) -> tuple[str, bool]:
+    def resolve(self, path: object, run: RunContext) -> tuple[str, bool]:
         """``(normalized path, is MEMORY.md)``; raises ``UnsafePath`` or refuses MEMORY.md."""
         normalized = _normalize_path(path)
         is_memory = normalized == MEMORY_PATH
-        if is_memory and not self.allow_memory_file:
+        if is_memory and not (self.allow_memory_file and run.memory is not None):
             raise ForbiddenPath(_MEMORY_REFUSED)
         return normalized, is_memory
 
@@ -148,13 +152,11 @@ def _encode(text: str, name: str) -> bytes:
 
 
 def _read_tool(bound: _Bound) -> BaseTool:
-    async def read(path: str, runtime: ToolRuntime[RunIdentity | None, Any]) -> WorkspaceFileResult:
-        bound.identity(runtime)
-        normalized, _ = bound.resolve(path)
+    async def read(path: str, runtime: ToolRuntime[RunContext | None, Any]) -> WorkspaceFileResult:
+        run = bound.run(runtime)
+        normalized, _ = bound.resolve(path, run)
         try:
-            data, truncated = await bound.workspace.read_file_prefix(
-                normalized, TOOL_READ_MAX_BYTES
-            )
+            data, truncated = await run.workspace.read_file_prefix(normalized, TOOL_READ_MAX_BYTES)
         except OSError as exc:
             _log.warning("read_workspace_file failed: %r", exc)
             raise StorageUnavailable("the workspace is not readable right now") from None
@@ -164,7 +166,7 @@ def _read_tool(bound: _Bound) -> BaseTool:
         return WorkspaceFileResult("ok", normalized, len(data), text, truncated)
 
     async def read_workspace_file(
-        path: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
+        path: str, *, runtime: ToolRuntime[RunContext | None, Any]
     ) -> ToolMessage:
         return await tool_message("read_workspace_file", runtime, lambda: read(path, runtime))
 
@@ -177,10 +179,11 @@ def _read_tool(bound: _Bound) -> BaseTool:
 
 def _write_tool(bound: _Bound) -> BaseTool:
     async def write(
-        path: str, content: str, runtime: ToolRuntime[RunIdentity | None, Any]
+        path: str, content: str, runtime: ToolRuntime[RunContext | None, Any]
     ) -> WorkspaceFileResult:
-        identity = bound.identity(runtime)
-        normalized, is_memory = bound.resolve(path)
+        run = bound.run(runtime)
+        identity = run.identity
+        normalized, is_memory = bound.resolve(path, run)
         data = _encode(content, "content")
         if len(data) > TOOL_WRITE_MAX_BYTES:
             raise FileTooLarge(f"content is larger than {TOOL_WRITE_MAX_BYTES} bytes")
@@ -204,7 +207,7 @@ def _write_tool(bound: _Bound) -> BaseTool:
         return WorkspaceFileResult("written", normalized, len(data))
 
     async def write_workspace_file(
-        path: str, content: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
+        path: str, content: str, *, runtime: ToolRuntime[RunContext | None, Any]
     ) -> ToolMessage:
         return await tool_message(
             "write_workspace_file", runtime, lambda: write(path, content, runtime)
@@ -219,12 +222,13 @@ def _write_tool(bound: _Bound) -> BaseTool:
 
 def _edit_tool(bound: _Bound) -> BaseTool:
     async def edit(
-        path: str, old: str, new: str, runtime: ToolRuntime[RunIdentity | None, Any]
+        path: str, old: str, new: str, runtime: ToolRuntime[RunContext | None, Any]
     ) -> WorkspaceFileResult:
-        identity = bound.identity(runtime)
+        run = bound.run(runtime)
+        identity = run.identity
         if not old:
             raise InvalidArgument("`old` must not be empty")
-        normalized, is_memory = bound.resolve(path)
+        normalized, is_memory = bound.resolve(path, run)
 
         def replaced(raw: bytes) -> bytes:
             text = _decode(raw, normalized)
@@ -263,7 +267,7 @@ def _edit_tool(bound: _Bound) -> BaseTool:
         return WorkspaceFileResult("edited", normalized, len(data))
 
     async def edit_workspace_file(
-        path: str, old: str, new: str, *, runtime: ToolRuntime[RunIdentity | None, Any]
+        path: str, old: str, new: str, *, runtime: ToolRuntime[RunContext | None, Any]
     ) -> ToolMessage:
         return await tool_message(
             "edit_workspace_file", runtime, lambda: edit(path, old, new, runtime)
@@ -278,19 +282,19 @@ def _edit_tool(bound: _Bound) -> BaseTool:
 
 def make_workspace_tools(
     *,
-    workspace: Workspace,
     memory: MemoryPort,
     files: WorkspaceFilesPort,
     allow_memory_file: bool = True,
 ) -> list[BaseTool]:
-    """``read_workspace_file``, ``write_workspace_file``, ``edit_workspace_file`` for one user.
+    """``read_workspace_file``, ``write_workspace_file``, ``edit_workspace_file``, acting on the
+    workspace of the run each call belongs to.
 
     Writes of ordinary files go through ``files`` (the run's live lease and the user's
     workspace lock); MEMORY.md through ``memory``."""
-    bound = _Bound(workspace, memory, files, allow_memory_file=allow_memory_file)
+    bound = _Bound(memory, files, allow_memory_file=allow_memory_file)
     return [_read_tool(bound), _write_tool(bound), _edit_tool(bound)]
 
 
-def make_read_workspace_tool(*, workspace: Workspace) -> BaseTool:
+def make_read_workspace_tool() -> BaseTool:
     """Read-only ``read_workspace_file`` that refuses MEMORY.md (for SubAgents)."""
-    return _read_tool(_Bound(workspace, None, None, allow_memory_file=False))
+    return _read_tool(_Bound(None, None, allow_memory_file=False))
