@@ -19,7 +19,7 @@ import pytest
 from langchain.tools import ToolRuntime
 from langchain_core.tools import StructuredTool
 
-from tests.support.agent_fakes import CTX, FakeMemory, SpyWorkspace
+from tests.support.agent_fakes import FakeMemory, SpyWorkspace, memory_of, run_context
 from yuxi.agents.tools import make_workspace_tools
 from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.api.errors import status_for
@@ -193,10 +193,7 @@ async def test_the_workspace_tools_tell_the_model_and_change_nothing(
     ws.put("notes/茶.md", "乌龙茶\n")
     memory = FakeMemory(ws)
     tools = {
-        t.name: t
-        for t in make_workspace_tools(
-            workspace=ws, memory=memory, files=memory, allow_memory_file=True
-        )
+        t.name: t for t in make_workspace_tools(memory=memory, files=memory, allow_memory_file=True)
     }
     before = _sha(ws.directory / "notes" / "茶.md")
     _failing_temp_open(monkeypatch, code)
@@ -209,7 +206,7 @@ async def test_the_workspace_tools_tell_the_model_and_change_nothing(
         assert isinstance(tool, StructuredTool) and tool.coroutine is not None
         runtime: ToolRuntime[Any, Any] = ToolRuntime(
             state={"messages": []},
-            context=CTX,
+            context=run_context(ws, memory=memory_of("")),
             config={},
             stream_writer=lambda _chunk: None,
             tool_call_id="call-1",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from yuxi.errors import UnauthorizedRun, WorkspaceError, WorkspaceFileNotFound
 from yuxi.identity import RunIdentity
@@ -25,9 +25,6 @@ from yuxi.limits import CONTEXT_FILE_MAX_BYTES
 from yuxi.services.memory.service import MemorySnapshot
 from yuxi.utils.string_utils import cut_to_char_boundary
 from yuxi.workspace.filesystem import AGENTS_PATH, USER_PATH, Workspace
-
-if TYPE_CHECKING:
-    from yuxi.agents.tools.delegate import SubagentReply
 
 __all__ = [
     "CONTEXT_FILES",
@@ -38,6 +35,7 @@ __all__ = [
     "RunIdentity",
     "RunMemory",
     "RunSubagent",
+    "SubagentReply",
     "build_agent_input_context",
     "trusted_context",
 ]
@@ -51,8 +49,23 @@ CONTEXT_FILES: tuple[tuple[str, str], ...] = (
 )
 
 
+@dataclass(frozen=True)
+class SubagentReply:
+    """A SubAgent's final answer, and the child thread it worked in (when persisted)."""
+
+    reply: str
+    thread_id: str | None = None
+
+    def to_payload(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {"status": "ok"}
+        if self.thread_id is not None:
+            payload["thread_id"] = self.thread_id
+        payload["reply"] = self.reply
+        return payload
+
+
 #: Runs a SubAgent for the run whose context carries it; returns its answer.
-RunSubagent = Callable[[str], Awaitable["SubagentReply"]]
+RunSubagent = Callable[[str], Awaitable[SubagentReply]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +120,8 @@ def trusted_context(context: object, *, require_worker: bool) -> RunContext | No
         values.append(identity.worker_id)
     if not all(isinstance(value, str) and value for value in values):
         return None
-    if context.workspace.uid != identity.uid:
+    workspace = context.workspace
+    if not isinstance(workspace, Workspace) or workspace.uid != identity.uid:
         return None
     return context
 

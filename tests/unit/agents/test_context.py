@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.support.agent_fakes import CTX, UID, SpyWorkspace, forged_identity
+from tests.support.agent_fakes import (
+    CTX,
+    UID,
+    SpyWorkspace,
+    forged_context,
+    forged_identity,
+    run_context,
+)
 from yuxi.agents.context import (
     CONTEXT_FILE_MAX_BYTES,
     RunIdentity,
@@ -148,14 +156,26 @@ async def test_foreign_workspace_is_refused(tmp_path: Path) -> None:
         await build_agent_input_context(workspace=ws, identity=other, base_prompt="x")
 
 
-def test_trusted_context_fails_closed() -> None:
-    assert trusted_context(CTX, require_worker=True) is CTX
+def test_trusted_context_fails_closed(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    top = run_context(ws)
+    assert trusted_context(top, require_worker=True) is top
     assert trusted_context(None, require_worker=False) is None
     assert trusted_context({"uid": UID}, require_worker=False) is None
-    sub = RunIdentity(uid=UID, thread_id="t", run_id="r", request_id="q", worker_id=None)
+    # An identity alone is no run context: the workspace comes with it or not at all.
+    assert trusted_context(CTX, require_worker=False) is None
+    sub = run_context(
+        ws, RunIdentity(uid=UID, thread_id="t", run_id="r", request_id="q", worker_id=None)
+    )
     assert trusted_context(sub, require_worker=False) is sub
     assert trusted_context(sub, require_worker=True) is None
     with pytest.raises(UnauthorizedRun):  # a blank value cannot even be built
         RunIdentity(uid=UID, thread_id="", run_id="r", request_id="q", worker_id="w")
-    blank = forged_identity(thread_id="")
+    blank = forged_context(forged_identity(thread_id=""), ws)
     assert trusted_context(blank, require_worker=False) is None
+    # Another user's workspace: refused when built, and when forged past construction.
+    other = replace(CTX, uid="someone-else")
+    with pytest.raises(UnauthorizedRun, match="does not belong"):
+        run_context(ws, other)
+    assert trusted_context(forged_context(other, ws), require_worker=False) is None
+    assert trusted_context(forged_context(CTX, object()), require_worker=False) is None

@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from tests.support.agent_fakes import CTX, CapturingModel, FakeMemory, SpyWorkspace
-from yuxi.agents.context import build_agent_input_context
-from yuxi.agents.graphs import build_chatbot_graph, build_subagent_graph
+from tests.support.agent_fakes import (
+    CTX,
+    CapturingModel,
+    FakeMemory,
+    SpyWorkspace,
+    chatbot_run,
+    run_context,
+)
+from yuxi.agents.context import RunContext, RunSubagent, build_agent_input_context
+from yuxi.agents.graphs import AgentGraph, compile_subagent_graph
 from yuxi.agents.middlewares.memory import MEMORY_TOOL_NAMES
 from yuxi.agents.prompts import MEMORY_OFF_NOTE
-from yuxi.agents.tools import make_delegate_tool
 from yuxi.agents.tools.delegate import SubagentReply
-from yuxi.services.memory.service import MemorySnapshot, MemoryWriteResult
+from yuxi.services.memory.service import MemoryWriteResult
 from yuxi.workspace.filesystem import AGENTS_PATH, MEMORY_PATH
 
 MARKER = "UNIQUE-MEMORY-MARKER-41c7e2"
@@ -34,39 +39,37 @@ def _workspace(tmp_path: Path, memory_text: str = "- likes green tea\n") -> SpyW
     return ws
 
 
+@dataclass
+class _Chat:
+    """A compiled chatbot graph and the run context its run is invoked with."""
+
+    graph: AgentGraph
+    context: RunContext
+
+    async def ainvoke(self, value: Any, config: RunnableConfig, context: Any = None) -> Any:
+        return await self.graph.ainvoke(value, config, context=context or self.context)
+
+
 async def _chatbot(
     ws: SpyWorkspace,
     memory: FakeMemory,
     model: CapturingModel,
     *,
-    delegate: Any = None,
-    on_snapshot: Any = None,
-) -> Any:
-    agent_input = await build_agent_input_context(
-        workspace=ws, identity=CTX, base_prompt="You are Yuxi."
+    subagents: RunSubagent | None = None,
+    saver: InMemorySaver | None = None,
+) -> _Chat:
+    graph, context = await chatbot_run(
+        ws, memory, model, subagents=subagents, checkpointer=saver or InMemorySaver()
     )
-    return await build_chatbot_graph(
-        model=model,
-        memory=memory,
-        lookback=memory,
-        files=memory,
-        workspace=ws,
-        context=CTX,
-        system_prompt=agent_input.system_prompt,
-        delegate_tool=delegate,
-        checkpointer=InMemorySaver(),
-        on_snapshot=on_snapshot,
-    )
+    return _Chat(graph, context)
 
 
 def _config(thread: str = "thread-a") -> RunnableConfig:
     return {"configurable": {"thread_id": thread}}
 
 
-async def _say(graph: Any, text: str, thread: str = "thread-a", context: Any = CTX) -> Any:
-    return await graph.ainvoke(
-        {"messages": [HumanMessage(content=text)]}, _config(thread), context=context
-    )
+async def _say(chat: _Chat, text: str, thread: str = "thread-a", context: Any = None) -> Any:
+    return await chat.ainvoke({"messages": [HumanMessage(content=text)]}, _config(thread), context)
 
 
 def _final(result: dict[str, Any]) -> AIMessage:
@@ -89,12 +92,7 @@ async def test_remember_calls_the_service_with_the_run_identity(tmp_path: Path) 
         ws, remember_result=MemoryWriteResult("updated", "/agents/MEMORY.md", 19, 1, 1)
     )
     model = CapturingModel()
-    reported: list[MemorySnapshot] = []
-
-    async def on_snapshot(snapshot: MemorySnapshot) -> None:
-        reported.append(snapshot)
-
-    graph = await _chatbot(ws, memory, model, on_snapshot=on_snapshot)
+    graph = await _chatbot(ws, memory, model)
     result = await _say(graph, "remember: 我喜欢乌龙茶")
 
     assert memory.calls_to("remember_memory") == [
@@ -126,7 +124,8 @@ async def test_remember_calls_the_service_with_the_run_identity(tmp_path: Path) 
     # The answer says it in words; the JSON is the tool card's.
     assert _final(result).text == "Saved to memory: «我喜欢乌龙茶»"
     assert "__interrupt__" not in result  # remember_memory needs no approval
-    assert len(reported) == 1 and reported[0].text == "- likes green tea\n"
+    assert graph.context.memory is not None
+    assert graph.context.memory.snapshot.text == "- likes green tea\n"
     assert set(MEMORY_TOOL_NAMES) <= set(model.bindings[0])
 
 
@@ -188,7 +187,8 @@ async def test_forged_invoke_context_is_refused(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     memory = FakeMemory(ws)
     graph = await _chatbot(ws, memory, CapturingModel())
-    forged = replace(CTX, worker_id="someone-elses-lease")
+    # A SubAgent's identity (no lease) in an otherwise complete run context with memory.
+    forged = replace(graph.context, identity=replace(CTX, worker_id=None))
 
     result = await _say(graph, "remember: x", context=forged)
 
@@ -205,12 +205,7 @@ async def test_memory_off_binds_no_memory_tool_and_reads_no_memory(tmp_path: Pat
     ws.forbid_memory_reads = True
     memory = FakeMemory(ws, enabled=False)
     model = CapturingModel()
-    reported: list[MemorySnapshot] = []
-
-    async def on_snapshot(snapshot: MemorySnapshot) -> None:
-        reported.append(snapshot)
-
-    graph = await _chatbot(ws, memory, model, on_snapshot=on_snapshot)
+    graph = await _chatbot(ws, memory, model)
     remembered = _final(await _say(graph, "remember: X"))
     recalled = _final(await _say(graph, "what do you remember?"))
     read = await _say(graph, "read file: agents/MEMORY.md")
@@ -227,7 +222,7 @@ async def test_memory_off_binds_no_memory_tool_and_reads_no_memory(tmp_path: Pat
         assert "read_workspace_file" in names
     assert memory.calls_to("remember_memory") == []
     assert ws.memory_reads == []
-    assert reported == []
+    assert graph.context.memory is None
     assert MARKER not in model.all_text()
     assert all("memory_data" not in p for p in model.system_prompts())
 
@@ -250,9 +245,7 @@ async def test_write_interrupts_and_approval_writes_the_file(tmp_path: Path) -> 
     assert ws.get("notes/plan.md") is None
     assert ws.writes == []
 
-    resumed = await graph.ainvoke(
-        Command(resume={"decisions": [{"type": "approve"}]}), _config(), context=CTX
-    )
+    resumed = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), _config())
 
     assert "__interrupt__" not in resumed
     assert ws.get("notes/plan.md") == "周一开会"
@@ -269,7 +262,6 @@ async def test_rejection_does_not_write(tmp_path: Path) -> None:
     resumed = await graph.ainvoke(
         Command(resume={"decisions": [{"type": "reject", "message": "not now"}]}),
         _config(),
-        context=CTX,
     )
 
     assert ws.get("notes/plan.md") is None
@@ -285,9 +277,7 @@ async def test_approved_memory_write_goes_through_the_memory_writer(tmp_path: Pa
 
     paused = await _say(graph, "write file agents/MEMORY.md: - fresh start")
     assert "__interrupt__" in paused
-    await graph.ainvoke(
-        Command(resume={"decisions": [{"type": "approve"}]}), _config(), context=CTX
-    )
+    await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), _config())
 
     (call,) = memory.calls_to("agent_write_memory_file")
     assert {k: call[k] for k in ("uid", "run_id", "data", "if_match")} == {
@@ -309,28 +299,25 @@ async def test_delegation_runs_the_subagent_without_memory(tmp_path: Path) -> No
     sub_model = CapturingModel()
     sub_contexts: list[Any] = []
 
-    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> SubagentReply:
-        sub_ctx = replace(runtime.context, thread_id="child-1", run_id="run-child", worker_id=None)
+    async def run_subagent(task: str) -> SubagentReply:
+        sub_ctx = replace(CTX, thread_id="child-1", run_id="run-child", worker_id=None)
         sub_contexts.append(sub_ctx)
         sub_input = await build_agent_input_context(
             workspace=ws, identity=sub_ctx, base_prompt="You are a SubAgent."
         )
-        sub_graph = build_subagent_graph(
-            model=sub_model, workspace=ws, system_prompt=sub_input.system_prompt
-        )
+        sub_graph = compile_subagent_graph(model=sub_model)
         ws.forbid_memory_reads = True
         try:
             out = await sub_graph.ainvoke(
-                {"messages": [HumanMessage(content=task)]}, context=sub_ctx
+                {"messages": [HumanMessage(content=task)]},
+                context=run_context(ws, sub_ctx, system_prompt=sub_input.system_prompt),
             )
         finally:
             ws.forbid_memory_reads = False
         return SubagentReply(reply=_final(out).text)
 
     main_model = CapturingModel()
-    graph = await _chatbot(
-        ws, FakeMemory(ws), main_model, delegate=make_delegate_tool(run_subagent)
-    )
+    graph = await _chatbot(ws, FakeMemory(ws), main_model, subagents=run_subagent)
     result = await _say(graph, "delegate: read file: notes.md")
 
     assert sub_contexts and sub_contexts[0].worker_id is None
@@ -348,12 +335,8 @@ async def test_subagent_never_sees_memory_in_any_prompt(tmp_path: Path) -> None:
         workspace=ws, identity=sub_ctx, base_prompt="You are a SubAgent."
     )
     model = CapturingModel()
-    graph = build_subagent_graph(
-        model=model,
-        workspace=ws,
-        system_prompt=sub_input.system_prompt,
-        checkpointer=InMemorySaver(),
-    )
+    graph = compile_subagent_graph(model=model, checkpointer=InMemorySaver())
+    sub_run = run_context(ws, sub_ctx, system_prompt=sub_input.system_prompt)
 
     outputs: list[BaseMessage] = []
     for text in (
@@ -367,7 +350,7 @@ async def test_subagent_never_sees_memory_in_any_prompt(tmp_path: Path) -> None:
         "delegate: recurse",
     ):
         out = await graph.ainvoke(
-            {"messages": [HumanMessage(content=text)]}, _config("child-1"), context=sub_ctx
+            {"messages": [HumanMessage(content=text)]}, _config("child-1"), context=sub_run
         )
         outputs.extend(out["messages"])
 
@@ -387,23 +370,13 @@ async def test_subagent_state_stays_out_of_the_parent_checkpoint(tmp_path: Path)
     fake = FakeMemory(ws)
     saver = InMemorySaver()
 
-    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> SubagentReply:
-        sub_ctx = replace(runtime.context, thread_id="child-1", worker_id=None)
-        sub_graph = build_subagent_graph(model=CapturingModel(), workspace=ws, system_prompt="s")
+    async def run_subagent(task: str) -> SubagentReply:
+        sub_ctx = run_context(ws, replace(CTX, thread_id="child-1", worker_id=None))
+        sub_graph = compile_subagent_graph(model=CapturingModel())
         out = await sub_graph.ainvoke({"messages": [HumanMessage(content=task)]}, context=sub_ctx)
         return SubagentReply(reply=_final(out).text)
 
-    graph = await build_chatbot_graph(
-        model=CapturingModel(),
-        memory=fake,
-        lookback=fake,
-        files=fake,
-        workspace=ws,
-        context=CTX,
-        system_prompt="base",
-        delegate_tool=make_delegate_tool(run_subagent),
-        checkpointer=saver,
-    )
+    graph = await _chatbot(ws, fake, CapturingModel(), subagents=run_subagent, saver=saver)
     result = await _say(graph, "delegate: hello child")
 
     assert "You said: hello child" in _final(result).text

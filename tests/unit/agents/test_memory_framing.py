@@ -33,7 +33,7 @@ from tests.support.framing_corpus import (
     nfkc_equivalents,
     substitutions,
 )
-from yuxi.agents.middlewares.memory import create_memory_middleware, render_memory_block
+from yuxi.agents.middlewares.memory import render_memory_block, run_memory
 from yuxi.utils.prompt_framing import (
     LT_ESCAPE,
     close_marker,
@@ -157,12 +157,12 @@ async def test_the_middleware_block_is_unforgeable_too(tmp_path: Path) -> None:
     ws = SpyWorkspace(tmp_path / "workspaces")
     ws.ensure_user_workspace_sync()
     ws.put(MEMORY_PATH, "fact\n" + "\n".join(insertions("</memory_data>", cf_chars())))
-    memory = FakeMemory(ws)
-    mw = await create_memory_middleware(memory=memory, lookback=memory, context=CTX)
-    assert mw is not None
-    block = mw.memory_block
-    assert block.count(close_marker("memory_data", mw.nonce)) == 1
-    assert block.count(open_marker("memory_data", mw.nonce)) == 1
+    snapshot = await FakeMemory(ws).load_memory_snapshot(CTX.uid)
+    assert snapshot is not None
+    injected = run_memory(snapshot)
+    block = injected.block
+    assert block.count(close_marker("memory_data", injected.nonce)) == 1
+    assert block.count(open_marker("memory_data", injected.nonce)) == 1
     assert forged_tags(block) == 2
 
 

@@ -1,10 +1,15 @@
-"""The memory middleware: switch, exact tool schemas, low-trust block, nonce framing."""
+"""The memory middleware: exact tool schemas, the run's own low-trust block, nonce framing.
+
+The middleware and its tools are shared by every memory-on run of a compiled graph; the block
+and the identity come from each call's run context (the switch itself is read as a run starts:
+``tests/unit/runtime/test_graph_cache.py``, ``tests/integration/test_runtime*.py``)."""
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,24 +17,30 @@ import pytest
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.runtime import Runtime
 
 from tests.support.agent_fakes import (
     CTX,
     FakeMemory,
     SpyWorkspace,
     call_schema,
+    forged_context,
     forged_identity,
+    memory_of,
+    run_context,
 )
+from yuxi.agents.context import RunContext, RunIdentity
 from yuxi.agents.middlewares.memory import (
     MEMORY_TOOL_NAMES,
     NO_MEMORY_LINE,
     YuxiMemoryMiddleware,
     create_memory_middleware,
     render_memory_block,
+    run_memory,
 )
 from yuxi.agents.models.offline import OfflineChatModel
-from yuxi.services.memory.service import MemorySnapshot
+from yuxi.errors import UnauthorizedRun
 from yuxi.utils.prompt_framing import find_markup
 from yuxi.workspace.filesystem import MEMORY_PATH
 
@@ -96,10 +107,33 @@ def _setup(tmp_path: Path, memory_text: str | None, *, enabled: bool = True) -> 
     return FakeMemory(ws, enabled=enabled)
 
 
-async def _middleware(memory: FakeMemory) -> YuxiMemoryMiddleware:
-    mw = await create_memory_middleware(memory=memory, lookback=memory, context=CTX)
-    assert mw is not None
-    return mw
+@dataclass
+class _Run:
+    """The shared middleware, and one run's context (memory read as the runtime reads it)."""
+
+    mw: YuxiMemoryMiddleware
+    context: RunContext
+
+    @property
+    def tools(self) -> Sequence[BaseTool]:
+        return self.mw.tools
+
+    @property
+    def nonce(self) -> str:
+        assert self.context.memory is not None
+        return self.context.memory.nonce
+
+    @property
+    def memory_block(self) -> str:
+        assert self.context.memory is not None
+        return self.context.memory.block
+
+
+async def _middleware(memory: FakeMemory, mw: YuxiMemoryMiddleware | None = None) -> _Run:
+    snapshot = await memory.load_memory_snapshot(CTX.uid)
+    assert snapshot is not None
+    context = run_context(memory.workspace, memory=run_memory(snapshot))
+    return _Run(mw or create_memory_middleware(memory=memory, lookback=memory), context)
 
 
 def _runtime(context: object) -> ToolRuntime[Any, Any]:
@@ -121,77 +155,70 @@ def _content(message: ToolMessage) -> str:
     return message.content
 
 
-def _request(system: SystemMessage | None) -> ModelRequest[Any]:
+def _request(system: SystemMessage | None, context: object) -> ModelRequest[Any]:
     return ModelRequest(
         model=OfflineChatModel(),
         messages=[HumanMessage(content="hi")],
         system_message=system,
+        runtime=Runtime(context=context),
     )
 
 
-async def _final_system_prompt(mw: YuxiMemoryMiddleware, base: str = "BASE") -> str:
+async def _final_system_prompt(run: _Run, base: str = "BASE") -> str:
     seen: list[ModelRequest[Any]] = []
 
     async def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
         seen.append(request)
         return ModelResponse(result=[AIMessage(content="ok")])
 
-    await mw.awrap_model_call(_request(SystemMessage(content=base)), handler)
+    await run.mw.awrap_model_call(_request(SystemMessage(content=base), run.context), handler)
     (request,) = seen
     assert request.system_message is not None
     return request.system_message.text
 
 
-# -- the switch ---------------------------------------------------------------------------------
+# -- the run's memory, from the run context ----------------------------------------------------
 
 
-async def test_switch_off_returns_none_without_reading_the_file(tmp_path: Path) -> None:
-    memory = _setup(tmp_path, "should never be read", enabled=False)
-    memory.workspace.forbid_memory_reads = True
-    reported: list[MemorySnapshot] = []
-
-    async def on_snapshot(snapshot: MemorySnapshot) -> None:
-        reported.append(snapshot)
-
-    mw = await create_memory_middleware(
-        memory=memory, lookback=memory, context=CTX, on_snapshot=on_snapshot
-    )
-
-    assert mw is None
-    assert memory.calls == [("load_memory_snapshot", {"uid": CTX.uid})]
-    assert memory.workspace.reads == []
-    assert reported == []
-
-
-async def test_switch_is_requeried_for_every_new_run(tmp_path: Path) -> None:
+async def test_each_call_injects_the_memory_of_its_own_run(tmp_path: Path) -> None:
+    """One shared middleware, two runs: each model call gets its own run's block, and only it."""
     memory = _setup(tmp_path, "tea")
-    assert await create_memory_middleware(memory=memory, lookback=memory, context=CTX) is not None
-    memory.enabled = False
-    assert await create_memory_middleware(memory=memory, lookback=memory, context=CTX) is None
-    memory.enabled = True
-    assert await create_memory_middleware(memory=memory, lookback=memory, context=CTX) is not None
-    assert len(memory.calls_to("load_memory_snapshot")) == 3
+    mw = create_memory_middleware(memory=memory, lookback=memory)
+    mine = await _middleware(memory, mw)
+    other = _Run(mw, replace(mine.context, memory=memory_of("OTHER-RUN-MARKER")))
+    assert "OTHER-RUN-MARKER" in await _final_system_prompt(other)
+    prompt = await _final_system_prompt(mine)
+    assert mine.memory_block in prompt and "OTHER-RUN-MARKER" not in prompt
+    assert other.nonce not in prompt
 
 
-async def test_snapshot_is_reported_once_with_hash_and_size(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "context",
+    ["no-memory", None, CTX],
+    ids=["run-without-memory", "missing", "bare-identity"],
+)
+async def test_model_call_without_the_runs_memory_fails_closed(
+    tmp_path: Path, context: object
+) -> None:
+    memory = _setup(tmp_path, "tea")
+    if context == "no-memory":
+        context = run_context(memory.workspace)
+    run = _Run(create_memory_middleware(memory=memory, lookback=memory), context)  # type: ignore[arg-type]
+    with pytest.raises(UnauthorizedRun):
+        await _final_system_prompt(run)
+
+
+async def test_the_block_is_the_snapshot_the_run_started_with(tmp_path: Path) -> None:
+    """MEMORY.md changing mid-run changes nothing: the block is the run's snapshot's."""
     memory = _setup(tmp_path, "喜欢绿茶\n")
-    reported: list[MemorySnapshot] = []
-
-    async def on_snapshot(snapshot: MemorySnapshot) -> None:
-        reported.append(snapshot)
-
-    mw = await create_memory_middleware(
-        memory=memory, lookback=memory, context=CTX, on_snapshot=on_snapshot
-    )
-    assert mw is not None
-    await _final_system_prompt(mw)
-    await _final_system_prompt(mw)
-
-    assert len(reported) == 1
-    assert reported[0].text == "喜欢绿茶\n"
-    assert reported[0].size == len("喜欢绿茶\n".encode())
-    assert len(reported[0].sha256) == 64
-    assert mw.snapshot == reported[0]
+    run = await _middleware(memory)
+    memory.workspace.put(MEMORY_PATH, "CHANGED-MID-RUN\n")
+    first, second = await _final_system_prompt(run), await _final_system_prompt(run)
+    assert first == second and "喜欢绿茶" in first and "CHANGED-MID-RUN" not in first
+    assert run.context.memory is not None
+    snapshot = run.context.memory.snapshot
+    assert snapshot.text == "喜欢绿茶\n" and snapshot.size == len("喜欢绿茶\n".encode())
+    assert len(snapshot.sha256) == 64
 
 
 # -- tools and their model-visible schemas ------------------------------------------------------
@@ -231,7 +258,7 @@ async def test_remember_takes_identity_only_from_the_runtime_context(tmp_path: P
     assert remember.coroutine is not None
 
     out = _content(
-        await remember.coroutine(content="喜欢乌龙茶", replaces=None, runtime=_runtime(CTX))
+        await remember.coroutine(content="喜欢乌龙茶", replaces=None, runtime=_runtime(mw.context))
     )
 
     assert out == json.dumps(json.loads(out), ensure_ascii=False, separators=(",", ":"))
@@ -255,18 +282,23 @@ async def test_remember_takes_identity_only_from_the_runtime_context(tmp_path: P
     [
         None,
         {"uid": CTX.uid, "thread_id": "t", "run_id": "r", "request_id": "q", "worker_id": "w"},
+        CTX,  # an identity without its run context
         replace(CTX, worker_id=None),  # a SubAgent identity
         forged_identity(worker_id=""),
-        replace(CTX, uid="someone-else"),  # not the run the middleware was built for
-        replace(CTX, run_id="run-other"),
+        replace(CTX, uid="someone-else"),  # with a workspace that is not theirs
+        "no-memory",  # a run whose memory is off
     ],
-    ids=["missing", "dict", "subagent", "blank-worker", "other-user", "other-run"],
+    ids=["missing", "dict", "bare", "subagent", "blank-worker", "other-user", "no-memory"],
 )
 async def test_tools_fail_closed_without_a_trusted_identity(
     tmp_path: Path, context: object
 ) -> None:
     memory = _setup(tmp_path, "tea")
     mw = await _middleware(memory)
+    if context == "no-memory":
+        context = run_context(memory.workspace)
+    elif isinstance(context, RunIdentity) and context is not CTX:
+        context = forged_context(context, memory.workspace, memory=memory_of("tea"))
     calls_before = list(memory.calls)
     args: dict[str, dict[str, Any]] = {
         "remember_memory": {"content": "x", "replaces": None},
@@ -304,10 +336,14 @@ async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
     assert search.coroutine is not None and read.coroutine is not None
     assert isinstance(listing, StructuredTool) and listing.coroutine is not None
 
-    out = _content(await search.coroutine(query="绿茶", limit=3, runtime=_runtime(CTX)))
+    out = _content(await search.coroutine(query="绿茶", limit=3, runtime=_runtime(mw.context)))
     assert '"title":"旧对话"' in out  # compact, non-ASCII kept
     await read.coroutine(
-        thread_id="thread-old", message_id=7, limit=4, include_tools=True, runtime=_runtime(CTX)
+        thread_id="thread-old",
+        message_id=7,
+        limit=4,
+        include_tools=True,
+        runtime=_runtime(mw.context),
     )
     assert memory.calls_to("search_thread_messages") == [
         {
@@ -329,7 +365,9 @@ async def test_history_tools_pass_arguments_and_uid(tmp_path: Path) -> None:
             "include_tools": True,
         }
     ]
-    out = _content(await listing.coroutine(before="2026-03-01", limit=2, runtime=_runtime(CTX)))
+    out = _content(
+        await listing.coroutine(before="2026-03-01", limit=2, runtime=_runtime(mw.context))
+    )
     assert json.loads(out)["items"][0]["thread_id"] == "thread-old"
     assert memory.calls_to("list_threads") == [
         {"uid": CTX.uid, "before": "2026-03-01", "limit": 2, "current_thread_id": CTX.thread_id}
@@ -347,7 +385,7 @@ async def test_service_exception_becomes_a_structured_error(tmp_path: Path) -> N
     remember = next(t for t in mw.tools if t.name == "remember_memory")
     assert isinstance(remember, StructuredTool)
     assert remember.coroutine is not None
-    out = json.loads(_content(await remember.coroutine(content="x", runtime=_runtime(CTX))))
+    out = json.loads(_content(await remember.coroutine(content="x", runtime=_runtime(mw.context))))
     assert out["code"] == "storage_unavailable"
     assert "exploded" not in out["error"]
 
@@ -355,7 +393,7 @@ async def test_service_exception_becomes_a_structured_error(tmp_path: Path) -> N
 # -- the memory block ---------------------------------------------------------------------------
 
 
-def _markers(mw: YuxiMemoryMiddleware) -> tuple[str, str]:
+def _markers(mw: _Run) -> tuple[str, str]:
     return (
         f'<memory_data nonce="{mw.nonce}">',
         f'</memory_data nonce="{mw.nonce}">',
@@ -479,8 +517,8 @@ async def test_sync_and_async_paths_inject_the_same_block(tmp_path: Path) -> Non
         return sync_handler(request)
 
     original = SystemMessage(content="BASE")
-    mw.wrap_model_call(_request(original), sync_handler)
-    await mw.awrap_model_call(_request(original), async_handler)
+    mw.mw.wrap_model_call(_request(original, mw.context), sync_handler)
+    await mw.mw.awrap_model_call(_request(original, mw.context), async_handler)
 
     assert captured[0] is not None and captured[1] is not None
     assert captured[0].content == captured[1].content == f"BASE\n\n{mw.memory_block}"
@@ -497,9 +535,9 @@ async def test_block_is_added_without_a_system_message_and_to_block_content(
         captured.append(request.system_message)
         return ModelResponse(result=[AIMessage(content="ok")])
 
-    mw.wrap_model_call(_request(None), handler)
+    mw.mw.wrap_model_call(_request(None, mw.context), handler)
     blocks = SystemMessage(content=[{"type": "text", "text": "BASE"}])
-    mw.wrap_model_call(_request(blocks), handler)
+    mw.mw.wrap_model_call(_request(blocks, mw.context), handler)
 
     assert captured[0] is not None and captured[0].content == mw.memory_block
     assert captured[1] is not None

@@ -34,7 +34,7 @@ from langchain_core.tools import BaseTool
 from langchain_tests.integration_tests import ChatModelIntegrationTests
 from langchain_tests.unit_tests import ChatModelUnitTests, ToolsUnitTests
 
-from tests.support.agent_fakes import CTX, FakeMemory, SpyWorkspace
+from tests.support.agent_fakes import CTX, FakeMemory, SpyWorkspace, forged_context, memory_of
 from yuxi.agents.middlewares.memory import make_memory_tools
 from yuxi.agents.models import OfflineChatModel
 from yuxi.agents.tools import make_workspace_tools
@@ -104,16 +104,14 @@ class TestOfflineChatModelIntegration(_OfflineFlags, ChatModelIntegrationTests):
 #: Building the tools reads and writes nothing; the standard unit suite never calls them.
 _WORKSPACE = SpyWorkspace(Path("/nonexistent/yuxi-standard-tests"))
 _MEMORY = FakeMemory(_WORKSPACE)
-_MEMORY_TOOLS = {t.name: t for t in make_memory_tools(_MEMORY, _MEMORY, CTX)}
-_FILE_TOOLS = {
-    t.name: t for t in make_workspace_tools(workspace=_WORKSPACE, memory=_MEMORY, files=_MEMORY)
-}
+_MEMORY_TOOLS = {t.name: t for t in make_memory_tools(_MEMORY, _MEMORY)}
+_FILE_TOOLS = {t.name: t for t in make_workspace_tools(memory=_MEMORY, files=_MEMORY)}
 
 
 def _runtime() -> ToolRuntime[Any, Any]:
     return ToolRuntime(
         state={"messages": []},
-        context=CTX,
+        context=forged_context(CTX, _WORKSPACE, memory=memory_of("")),
         config={},
         stream_writer=lambda _chunk: None,
         tool_call_id="call-standard-1",

@@ -20,8 +20,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Checkpointer, Command
 
-from tests.support.agent_fakes import CTX, CapturingModel, FakeMemory, SpyWorkspace
-from yuxi.agents.graphs import build_chatbot_graph
+from tests.support.agent_fakes import (
+    CapturingModel,
+    ChatRun,
+    FakeMemory,
+    SpyWorkspace,
+    chat_run,
+)
 from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL, TAINTED_WRITE_DESCRIPTION
 from yuxi.agents.models import REJECTED_WRITE_REPLY
 from yuxi.services.memory import held_secret_kinds, secret_kinds
@@ -64,22 +69,14 @@ def _workspace(tmp_path: Path) -> SpyWorkspace:
 
 async def _graph(
     ws: SpyWorkspace, memory: FakeMemory, checkpointer: Checkpointer, model: CapturingModel
-) -> Any:
-    return await build_chatbot_graph(
-        model=model,
-        memory=memory,
-        lookback=memory,
-        files=memory,
-        workspace=ws,
-        context=CTX,
-        system_prompt="You are Yuxi.",
-        delegate_tool=None,
-        checkpointer=checkpointer,
+) -> ChatRun:
+    return await chat_run(ws, memory, model, checkpointer=checkpointer)
+
+
+async def _say(graph: ChatRun, text: str) -> Any:
+    return await graph.ainvoke(
+        {"messages": [HumanMessage(content=text)]}, _CONFIG, context=graph.context
     )
-
-
-async def _say(graph: Any, text: str) -> Any:
-    return await graph.ainvoke({"messages": [HumanMessage(content=text)]}, _CONFIG, context=CTX)
 
 
 def _memory_hash(ws: SpyWorkspace) -> str:
@@ -107,7 +104,7 @@ async def test_an_untainted_secret_write_waits_and_is_written_once_when_approved
     assert memory.calls_to("remember_memory") == [] and _memory_hash(ws) == before
 
     resumed = await graph.ainvoke(
-        Command(resume={"decisions": [{"type": "approve"}]}), _CONFIG, context=CTX
+        Command(resume={"decisions": [{"type": "approve"}]}), _CONFIG, context=graph.context
     )
     assert "__interrupt__" not in resumed
     assert [c["content"] for c in memory.calls_to("remember_memory")] == [content]
@@ -127,7 +124,7 @@ async def test_a_rejected_secret_writes_nothing_and_the_model_gets_a_structured_
     resumed = await graph.ainvoke(
         Command(resume={"decisions": [{"type": "reject", "message": "The user rejected it."}]}),
         _CONFIG,
-        context=CTX,
+        context=graph.context,
     )
     assert memory.calls_to("remember_memory") == []
     assert _memory_hash(ws) == before
@@ -166,7 +163,7 @@ async def test_a_tainted_secret_write_gives_both_reasons(tmp_path: Path) -> None
     assert "looks like a secret: a password" in action["description"]
     assert "read other conversations or files" in action["description"]
     resumed = await graph.ainvoke(
-        Command(resume={"decisions": [{"type": "reject"}]}), _CONFIG, context=CTX
+        Command(resume={"decisions": [{"type": "reject"}]}), _CONFIG, context=graph.context
     )
     told = [m for m in resumed["messages"] if isinstance(m, ToolMessage)][-1]
     assert json.loads(told.text)["reasons"] == ["secret_like", "tainted"]

@@ -20,11 +20,15 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from tests.support.agent_fakes import CTX, CapturingModel, FakeMemory, SpyWorkspace
-from yuxi.agents.graphs import build_chatbot_graph
+from tests.support.agent_fakes import (
+    CapturingModel,
+    ChatRun,
+    FakeMemory,
+    SpyWorkspace,
+    chat_run,
+)
 from yuxi.agents.middlewares.taint import (
     REMEMBER_MEMORY_TOOL,
     TAINTED_WRITE_DESCRIPTION,
@@ -144,25 +148,17 @@ def _workspace(tmp_path: Path) -> SpyWorkspace:
     return ws
 
 
-async def _graph(ws: SpyWorkspace, memory: FakeMemory) -> Any:
-    return await build_chatbot_graph(
-        model=CapturingModel(),
-        memory=memory,
-        lookback=memory,
-        files=memory,
-        workspace=ws,
-        context=CTX,
-        system_prompt="You are Yuxi.",
-        delegate_tool=None,
-        checkpointer=InMemorySaver(),
-    )
+async def _graph(ws: SpyWorkspace, memory: FakeMemory) -> ChatRun:
+    return await chat_run(ws, memory, CapturingModel())
 
 
 _CONFIG: RunnableConfig = {"configurable": {"thread_id": "thread-t"}}
 
 
-async def _say(graph: Any, text: str) -> Any:
-    return await graph.ainvoke({"messages": [HumanMessage(content=text)]}, _CONFIG, context=CTX)
+async def _say(graph: ChatRun, text: str) -> Any:
+    return await graph.ainvoke(
+        {"messages": [HumanMessage(content=text)]}, _CONFIG, context=graph.context
+    )
 
 
 def _updated() -> MemoryWriteResult:
@@ -193,7 +189,7 @@ async def test_a_tainted_remember_waits_and_writes_once_when_approved(tmp_path: 
     assert memory.calls_to("remember_memory") == []
 
     resumed = await graph.ainvoke(
-        Command(resume={"decisions": [{"type": "approve"}]}), _CONFIG, context=CTX
+        Command(resume={"decisions": [{"type": "approve"}]}), _CONFIG, context=graph.context
     )
     assert "__interrupt__" not in resumed
     assert [c["content"] for c in memory.calls_to("remember_memory")] == ["my tea is oolong"]
@@ -210,7 +206,7 @@ async def test_a_rejected_tainted_remember_writes_nothing_and_the_model_is_told(
     resumed = await graph.ainvoke(
         Command(resume={"decisions": [{"type": "reject", "message": "no"}]}),
         _CONFIG,
-        context=CTX,
+        context=graph.context,
     )
     assert memory.calls_to("remember_memory") == []
     told = [m for m in resumed["messages"] if isinstance(m, ToolMessage)][-1]

@@ -15,11 +15,16 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from tests.support.agent_fakes import (
     CTX,
+    UID,
     FakeMemory,
     SpyWorkspace,
     call_schema,
+    forged_context,
     forged_identity,
+    memory_of,
+    run_context,
 )
+from yuxi.agents.context import RunIdentity
 from yuxi.agents.tools import (
     DELEGATE_TOOL_NAME,
     SENSITIVE_TOOLS,
@@ -32,7 +37,14 @@ from yuxi.limits import TOOL_READ_MAX_BYTES
 from yuxi.workspace.filesystem import MEMORY_PATH
 
 
-def _runtime(context: object = CTX) -> ToolRuntime[Any, Any]:
+class Raw:
+    """A context passed to the tool as it is (not wrapped in a run context)."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _runtime(context: object) -> ToolRuntime[Any, Any]:
     return ToolRuntime(
         state={"messages": []},
         context=context,
@@ -47,15 +59,23 @@ def _setup(tmp_path: Path, *, allow_memory_file: bool = True) -> tuple[dict[str,
     ws = SpyWorkspace(tmp_path / "workspaces")
     ws.ensure_user_workspace_sync()
     memory = FakeMemory(ws)
-    tools = make_workspace_tools(
-        workspace=ws, memory=memory, files=memory, allow_memory_file=allow_memory_file
-    )
+    tools = make_workspace_tools(memory=memory, files=memory, allow_memory_file=allow_memory_file)
+    for tool in tools:
+        # Where _call finds the test's workspace: the tools themselves hold none.
+        tool.metadata = {"workspace": ws}
     return {t.name: t for t in tools}, memory
 
 
 async def _call(tool: BaseTool, context: object = CTX, **args: Any) -> dict[str, Any]:
+    """Call ``tool`` in a run of ``context`` (a RunIdentity: a memory-on run context with the
+    test's workspace, its checks skipped; ``Raw(value)``: ``value`` itself)."""
     assert isinstance(tool, StructuredTool)
     assert tool.coroutine is not None
+    if isinstance(context, Raw):
+        context = context.value
+    elif isinstance(context, RunIdentity):
+        workspace = (tool.metadata or {})["workspace"]
+        context = forged_context(context, workspace, memory=memory_of(""))
     return _payload(await tool.coroutine(**args, runtime=_runtime(context)))
 
 
@@ -198,8 +218,14 @@ async def test_memory_file_is_refused_when_not_allowed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "context",
-    [None, {"uid": CTX.uid}, replace(CTX, uid="someone-else"), forged_identity(thread_id="")],
-    ids=["missing", "dict", "other-user", "blank"],
+    [
+        Raw(None),
+        Raw({"uid": CTX.uid}),
+        Raw(CTX),
+        replace(CTX, uid="someone-else"),
+        forged_identity(thread_id=""),
+    ],
+    ids=["missing", "dict", "bare-identity", "other-user", "blank"],
 )
 async def test_identity_must_be_the_workspace_owner(tmp_path: Path, context: object) -> None:
     tools, memory = _setup(tmp_path)
@@ -217,52 +243,102 @@ async def test_read_only_tool_for_subagents(tmp_path: Path) -> None:
     ws = SpyWorkspace(tmp_path / "workspaces", forbid_memory_reads=True)
     ws.ensure_user_workspace_sync()
     ws.put("notes.md", "hello")
-    tool = make_read_workspace_tool(workspace=ws)
-    sub = replace(CTX, worker_id=None)
+    tool = make_read_workspace_tool()
+    sub = run_context(ws, replace(CTX, worker_id=None))
     assert tool.name == "read_workspace_file"
-    assert (await _call(tool, sub, path="notes.md"))["content"] == "hello"
-    assert (await _call(tool, sub, path="agents/MEMORY.md"))["code"] == "forbidden_path"
+    assert (await _call(tool, Raw(sub), path="notes.md"))["content"] == "hello"
+    assert (await _call(tool, Raw(sub), path="agents/MEMORY.md"))["code"] == "forbidden_path"
+    # Even a forged SubAgent context that carries memory gets no MEMORY.md from this tool.
+    forged = forged_context(replace(CTX, worker_id=None), ws, memory=memory_of("x"))
+    assert (await _call(tool, Raw(forged), path="agents/MEMORY.md"))["code"] == "forbidden_path"
     assert ws.memory_reads == []
+
+
+async def test_memory_file_is_refused_in_a_run_without_memory(tmp_path: Path) -> None:
+    """The tools of a memory-on graph still refuse MEMORY.md to a run whose context has none."""
+    tools, memory = _setup(tmp_path)
+    memory.workspace.put(MEMORY_PATH, "SECRET-MEMORY")
+    memory.workspace.forbid_memory_reads = True
+    no_memory = Raw(run_context(memory.workspace))
+    for name, args in (
+        ("read_workspace_file", {"path": "agents/MEMORY.md"}),
+        ("write_workspace_file", {"path": "agents/MEMORY.md", "content": "x"}),
+    ):
+        assert (await _call(tools[name], no_memory, **args))["code"] == "forbidden_path"
+    assert memory.calls == []
+    assert memory.workspace.get(MEMORY_PATH) == "SECRET-MEMORY"
+
+
+async def test_each_call_acts_in_the_workspace_of_its_own_run(tmp_path: Path) -> None:
+    """One set of tools, two users' runs: each call reads and writes only its run's files."""
+    tools, memory = _setup(tmp_path)
+    other_ws = SpyWorkspace(tmp_path / "workspaces", uid="user-2")
+    other_ws.ensure_user_workspace_sync()
+    memory.workspace.put("notes.md", "ONE-MARKER")
+    other_ws.put("notes.md", "TWO-MARKER")
+    other = run_context(other_ws, replace(CTX, uid="user-2", run_id="run-2"))
+    mine = run_context(memory.workspace)
+    read = tools["read_workspace_file"]
+    assert (await _call(read, Raw(other), path="notes.md"))["content"] == "TWO-MARKER"
+    assert (await _call(read, Raw(mine), path="notes.md"))["content"] == "ONE-MARKER"
+    out = await _call(tools["write_workspace_file"], Raw(other), path="b.md", content="two")
+    assert out["status"] == "written"
+    (write,) = memory.calls_to("agent_rewrite_file")
+    assert write["identity"] == other.identity and UID != "user-2"
 
 
 # -- delegation -----------------------------------------------------------------------------------
 
 
-async def test_delegate_tool_schema_and_call() -> None:
-    seen: list[tuple[str, object]] = []
+def _ws(tmp_path: Path) -> SpyWorkspace:
+    ws = SpyWorkspace(tmp_path / "workspaces")
+    ws.ensure_user_workspace_sync()
+    return ws
 
-    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> SubagentReply:
-        seen.append((task, runtime.context))
+
+async def test_delegate_tool_schema_and_call(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    async def run_subagent(task: str) -> SubagentReply:
+        seen.append(task)
         return SubagentReply(reply="done")
 
-    tool = make_delegate_tool(run_subagent)
+    tool = make_delegate_tool()
     assert isinstance(tool, StructuredTool)
     assert tool.name == DELEGATE_TOOL_NAME == "delegate_to_subagent"
     assert list(call_schema(tool)["properties"]) == ["task"]
     assert tool.coroutine is not None
-    out = (await tool.coroutine(task="  sum up notes  ", runtime=_runtime())).content
+    context = run_context(_ws(tmp_path), subagents=run_subagent)
+    out = (await tool.coroutine(task="  sum up notes  ", runtime=_runtime(context))).content
     assert out == '{"status":"ok","reply":"done"}'
-    assert seen == [("sum up notes", CTX)]
+    assert seen == ["sum up notes"]
 
 
-async def test_delegate_fails_closed_and_never_crashes() -> None:
+async def test_delegate_fails_closed_and_never_crashes(tmp_path: Path) -> None:
     calls: list[str] = []
 
-    async def run_subagent(task: str, runtime: ToolRuntime[Any, Any]) -> SubagentReply:
+    async def run_subagent(task: str) -> SubagentReply:
         calls.append(task)
         raise RuntimeError("child exploded")
 
-    tool = make_delegate_tool(run_subagent)
+    tool = make_delegate_tool()
     assert isinstance(tool, StructuredTool)
     assert tool.coroutine is not None
-    sub = replace(CTX, worker_id=None)
-    assert _payload(await tool.coroutine(task="x", runtime=_runtime(sub)))["code"] == (
-        "unauthorized_run"
-    )
-    assert _payload(await tool.coroutine(task="  ", runtime=_runtime()))["code"] == (
+    ws = _ws(tmp_path)
+    top = run_context(ws, subagents=run_subagent)
+    refused = [
+        run_context(ws, replace(CTX, worker_id=None), subagents=run_subagent),  # a SubAgent
+        run_context(ws),  # a run without a runner
+        CTX,  # a bare identity
+        None,
+    ]
+    for context in refused:
+        out = _payload(await tool.coroutine(task="x", runtime=_runtime(context)))
+        assert out["code"] == "unauthorized_run", context
+    assert _payload(await tool.coroutine(task="  ", runtime=_runtime(top)))["code"] == (
         "invalid_argument"
     )
     assert calls == []
-    out = _payload(await tool.coroutine(task="x", runtime=_runtime()))
+    out = _payload(await tool.coroutine(task="x", runtime=_runtime(top)))
     assert out["code"] == "subagent_failed"
     assert calls == ["x"]

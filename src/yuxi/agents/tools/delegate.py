@@ -10,7 +10,6 @@ context with a ``worker_id`` and a runner): a SubAgent cannot delegate further.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from langchain.tools import ToolRuntime
@@ -18,7 +17,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
-from yuxi.agents.context import RunContext, RunSubagent, trusted_context
+from yuxi.agents.context import RunContext, RunSubagent, SubagentReply, trusted_context
 from yuxi.agents.prompts import DELEGATE_TOOL_DESCRIPTION
 from yuxi.agents.tools.run_tool import make_run_tool
 from yuxi.agents.tools.tool_result import tool_message
@@ -36,21 +35,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 DELEGATE_TOOL_NAME = "delegate_to_subagent"
-
-
-@dataclass(frozen=True)
-class SubagentReply:
-    """A SubAgent's final answer, and the child thread it worked in (when persisted)."""
-
-    reply: str
-    thread_id: str | None = None
-
-    def to_payload(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {"status": "ok"}
-        if self.thread_id is not None:
-            payload["thread_id"] = self.thread_id
-        payload["reply"] = self.reply
-        return payload
 
 
 def make_delegate_tool() -> BaseTool:
