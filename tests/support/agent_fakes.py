@@ -8,22 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field
 
-from yuxi.agents.context import (
-    RunContext,
-    RunIdentity,
-    RunMemory,
-    RunSubagent,
-    build_agent_input_context,
-)
-from yuxi.agents.graphs import AgentGraph, compile_chatbot_graph
-from yuxi.agents.middlewares.memory import run_memory
+from yuxi.agents.context import RunIdentity
 from yuxi.agents.models.offline import OfflineChatModel
 from yuxi.errors import (
     MemoryDisabled,
@@ -80,106 +69,6 @@ def forged_identity(**values: object) -> RunIdentity:
     for name, value in merged.items():
         object.__setattr__(forged, name, value)
     return forged
-
-
-def memory_of(text: str, *, nonce: str | None = None) -> RunMemory:
-    """What a run with ``text`` in MEMORY.md injects (the snapshot as the services take it)."""
-    return run_memory(snapshot_of(text.encode("utf-8"), False), nonce=nonce)
-
-
-def run_context(
-    workspace: Workspace,
-    identity: RunIdentity = CTX,
-    *,
-    system_prompt: str = "",
-    memory: RunMemory | None = None,
-    subagents: RunSubagent | None = None,
-) -> RunContext:
-    """A run's context as the runtime builds it (the workspace must be the identity's user's)."""
-    return RunContext(identity, workspace, system_prompt, memory=memory, subagents=subagents)
-
-
-def forged_context(
-    identity: object,
-    workspace: object,
-    *,
-    system_prompt: str = "",
-    memory: RunMemory | None = None,
-    subagents: RunSubagent | None = None,
-) -> RunContext:
-    """A RunContext that skips construction's checks: what a forged context would carry."""
-    forged = object.__new__(RunContext)
-    values = {
-        "identity": identity,
-        "workspace": workspace,
-        "system_prompt": system_prompt,
-        "memory": memory,
-        "subagents": subagents,
-    }
-    for name, value in values.items():
-        object.__setattr__(forged, name, value)
-    return forged
-
-
-async def chatbot_run(
-    workspace: Workspace,
-    memory: FakeMemory,
-    model: BaseChatModel,
-    *,
-    identity: RunIdentity = CTX,
-    base_prompt: str = "You are Yuxi.",
-    subagents: RunSubagent | None = None,
-    checkpointer: Checkpointer | None = None,
-) -> tuple[AgentGraph, RunContext]:
-    """What the runtime's assembly does for one run, without a database: the shared context,
-    the memory switch and snapshot read as the run starts, the chatbot graph for that switch
-    (compiled here; the runtime takes it from its cache) and the run context to invoke it with."""
-    agent_input = await build_agent_input_context(
-        workspace=workspace, identity=identity, base_prompt=base_prompt
-    )
-    snapshot = await memory.load_memory_snapshot(identity.uid)
-    context = RunContext(
-        identity,
-        workspace,
-        agent_input.system_prompt,
-        memory=None if snapshot is None else run_memory(snapshot),
-        subagents=subagents,
-    )
-    graph = compile_chatbot_graph(
-        model=model,
-        memory=memory,
-        lookback=memory,
-        files=memory,
-        memory_on=snapshot is not None,
-        delegate=subagents is not None,
-        checkpointer=checkpointer if checkpointer is not None else InMemorySaver(),
-    )
-    return graph, context
-
-
-class ChatRun:
-    """A compiled chatbot graph and the run context its run is invoked with."""
-
-    def __init__(self, graph: AgentGraph, context: RunContext) -> None:
-        self.graph = graph
-        self.context = context
-
-    async def ainvoke(self, value: Any, config: Any, *, context: Any) -> Any:
-        return await self.graph.ainvoke(value, config, context=context)
-
-
-async def chat_run(
-    workspace: Workspace,
-    memory: FakeMemory,
-    model: BaseChatModel,
-    *,
-    base_prompt: str = "You are Yuxi.",
-    checkpointer: Checkpointer | None = None,
-) -> ChatRun:
-    graph, context = await chatbot_run(
-        workspace, memory, model, base_prompt=base_prompt, checkpointer=checkpointer
-    )
-    return ChatRun(graph, context)
 
 
 class MemoryFileRead(AssertionError):

@@ -19,7 +19,8 @@ import pytest
 from langchain.tools import ToolRuntime
 from langchain_core.tools import StructuredTool
 
-from tests.support.agent_fakes import FakeMemory, SpyWorkspace, memory_of, run_context
+from tests.support.agent_fakes import FakeMemory, SpyWorkspace
+from tests.support.run_contexts import memory_of, run_context
 from yuxi.agents.tools import make_workspace_tools
 from yuxi.agents.tools.tool_result import tool_outcome
 from yuxi.api.errors import status_for

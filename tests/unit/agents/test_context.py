@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.agent_fakes import (
-    CTX,
-    UID,
-    SpyWorkspace,
-    forged_context,
-    forged_identity,
-    run_context,
-)
+from tests.support.agent_fakes import CTX, UID, SpyWorkspace, forged_identity
+from tests.support.run_contexts import forged_context, run_context
 from yuxi.agents.context import (
     CONTEXT_FILE_MAX_BYTES,
     RunIdentity,

@@ -12,14 +12,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from tests.support.agent_fakes import (
-    CTX,
-    CapturingModel,
-    FakeMemory,
-    SpyWorkspace,
-    chatbot_run,
-    run_context,
-)
+from tests.support.agent_fakes import CTX, CapturingModel, FakeMemory, SpyWorkspace
+from tests.support.run_contexts import chatbot_run, run_context
 from yuxi.agents.context import RunContext, RunSubagent, build_agent_input_context
 from yuxi.agents.graphs import AgentGraph, compile_subagent_graph
 from yuxi.agents.middlewares.memory import MEMORY_TOOL_NAMES

@@ -20,16 +20,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.runtime import Runtime
 
-from tests.support.agent_fakes import (
-    CTX,
-    FakeMemory,
-    SpyWorkspace,
-    call_schema,
-    forged_context,
-    forged_identity,
-    memory_of,
-    run_context,
-)
+from tests.support.agent_fakes import CTX, FakeMemory, SpyWorkspace, call_schema, forged_identity
+from tests.support.run_contexts import forged_context, memory_of, run_context
 from yuxi.agents.context import RunContext, RunIdentity
 from yuxi.agents.middlewares.memory import (
     MEMORY_TOOL_NAMES,

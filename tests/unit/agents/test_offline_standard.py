@@ -34,7 +34,8 @@ from langchain_core.tools import BaseTool
 from langchain_tests.integration_tests import ChatModelIntegrationTests
 from langchain_tests.unit_tests import ChatModelUnitTests, ToolsUnitTests
 
-from tests.support.agent_fakes import CTX, FakeMemory, SpyWorkspace, forged_context, memory_of
+from tests.support.agent_fakes import CTX, FakeMemory, SpyWorkspace
+from tests.support.run_contexts import forged_context, memory_of
 from yuxi.agents.middlewares.memory import make_memory_tools
 from yuxi.agents.models import OfflineChatModel
 from yuxi.agents.tools import make_workspace_tools

@@ -20,13 +20,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Checkpointer, Command
 
-from tests.support.agent_fakes import (
-    CapturingModel,
-    ChatRun,
-    FakeMemory,
-    SpyWorkspace,
-    chat_run,
-)
+from tests.support.agent_fakes import CapturingModel, FakeMemory, SpyWorkspace
+from tests.support.run_contexts import ChatRun, chat_run
 from yuxi.agents.middlewares.taint import REMEMBER_MEMORY_TOOL, TAINTED_WRITE_DESCRIPTION
 from yuxi.agents.models import REJECTED_WRITE_REPLY
 from yuxi.services.memory import held_secret_kinds, secret_kinds

@@ -22,13 +22,8 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from tests.support.agent_fakes import (
-    CapturingModel,
-    ChatRun,
-    FakeMemory,
-    SpyWorkspace,
-    chat_run,
-)
+from tests.support.agent_fakes import CapturingModel, FakeMemory, SpyWorkspace
+from tests.support.run_contexts import ChatRun, chat_run
 from yuxi.agents.middlewares.taint import (
     REMEMBER_MEMORY_TOOL,
     TAINTED_WRITE_DESCRIPTION,

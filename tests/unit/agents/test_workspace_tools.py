@@ -19,11 +19,9 @@ from tests.support.agent_fakes import (
     FakeMemory,
     SpyWorkspace,
     call_schema,
-    forged_context,
     forged_identity,
-    memory_of,
-    run_context,
 )
+from tests.support.run_contexts import forged_context, memory_of, run_context
 from yuxi.agents.context import RunIdentity
 from yuxi.agents.tools import (
     DELEGATE_TOOL_NAME,
