@@ -4,10 +4,15 @@ changes nothing, and down and up again gives the same index."""
 
 from __future__ import annotations
 
+import importlib.util
+from typing import Any
+
 import psycopg
+import sqlalchemy as sa
 from alembic import command
 
-from yuxi.db.migrate import alembic_config, downgrade_sync, upgrade_sync
+from yuxi.db.engine import sqlalchemy_url
+from yuxi.db.migrate import MIGRATIONS_DIR, alembic_config, downgrade_sync, upgrade_sync
 
 BEFORE = "0010"
 
@@ -105,3 +110,62 @@ def test_0012_reindexes_existing_messages_keeps_totals_and_runs_twice(
     assert left == (0,)
     upgrade_sync(url)
     assert _state(url) == (indexed, totals)
+
+
+def _migration_0012() -> Any:
+    """The migration's module, loaded on its own (Alembic loads it afresh per command, so its
+    batch constants can only be lowered on a copy of ours)."""
+    path = next((MIGRATIONS_DIR / "versions").glob("0012_*.py"))
+    spec = importlib.util.spec_from_file_location("migration_0012_under_test", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_0012_vacuums_every_few_batches_and_rewrites_every_row(database_url: str) -> None:
+    """The rewrite's own rhythm at a size a test can hold: batches of one id, a plain VACUUM
+    after every second batch (never after the last: the closing VACUUM (ANALYZE) follows),
+    then the concurrent rebuild of the terms index; every stale row rewritten, totals exact."""
+    url = database_url
+    _seed(url)
+    with psycopg.connect(url) as conn:
+        conn.execute("UPDATE message_search SET terms = ARRAY['stale']")
+        conn.commit()
+        top = conn.execute("SELECT max(message_id) FROM message_search").fetchone()
+    assert top is not None
+    batches = int(top[0])  # ids from 1, one per batch
+    migration = _migration_0012()
+    migration.BATCH, migration.VACUUM_EVERY = 1, 2
+    sent: list[str] = []
+    engine = sa.create_engine(sqlalchemy_url(url), poolclass=sa.pool.NullPool)
+    sa.event.listen(
+        engine,
+        "before_cursor_execute",
+        lambda _c, _cur, sql, *_: sent.append(" ".join(sql.split())),
+    )
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as bind:
+            migration._reindex_all(bind)
+    finally:
+        engine.dispose()
+    rhythm = [
+        "U"
+        if sql.startswith("UPDATE message_search")
+        else "V"
+        if sql == "VACUUM message_search"
+        else "A"
+        if sql.startswith("VACUUM (ANALYZE)")
+        else "R"
+        if sql.startswith("REINDEX")
+        else None
+        for sql in sent
+    ]
+    expected = "".join(
+        "U" + ("V" if b % 2 == 0 and b < batches else "") for b in range(1, batches + 1)
+    )
+    assert "".join(r for r in rhythm if r) == expected + "AR"
+    assert expected.count("V") == (batches - 1) // 2 >= 2
+    indexed, totals = _state(url)
+    assert [terms for _, terms in indexed] == [STEMMED, WITH_CHARACTERS] * 2
+    assert totals == [("mig-0", 2, 14, 2, 14), ("mig-1", 2, 14, 2, 14)]
