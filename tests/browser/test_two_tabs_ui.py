@@ -5,7 +5,8 @@ PostgreSQL and the offline model, on a desktop (1280x800) and a phone (390x844):
   way: "Already approved in another tab or session — the file was written" (never "Rejected"
   while the file was written), and the reverse; the server kept one decision;
 * the memory switch, a rename, a new message, an approval answered, an archive and a delete made
-  in tab B show in tab A when it is looked at again. Headless Chromium keeps every page visible
+  in tab B show in tab A when it is looked at again, and so do a restore and a delete while tab
+  A shows the Trash. Headless Chromium keeps every page visible
   and focused, so the test fires the ``visibilitychange`` / ``focus`` event the browser fires
   when a user comes back to a tab; everything after it (the requests, the rendering) is the
   app's own.
@@ -240,5 +241,20 @@ async def test_switch_and_thread_state_follow_another_tab(
     await expect(page_a.get_by_test_id("thread-item")).to_have_count(0)
     await expect(page_a.get_by_test_id("message-text")).to_have_count(0)
     await shot(page_a, viewport, "deleted-from-other-tab")
+
+    # -- the Trash view open in tab A follows restores and deletes made elsewhere ----------------
+    if not await page_a.get_by_test_id("sidebar").is_visible():  # a phone: the list is a drawer
+        await page_a.get_by_test_id("threads-toggle").click()
+    await page_a.get_by_test_id("trash-toggle").click()
+    trashed = page_a.get_by_test_id("trash-item").filter(has_text="改名 in tab B")
+    await expect(trashed).to_have_count(1)
+    restored = await api.post(f"/api/v1/trash/{thread_id}/restore")
+    assert restored.status_code == 200, restored.text
+    await come_back(page_a)
+    await expect(trashed).to_have_count(0)
+    assert (await api.delete(f"/api/v1/threads/{thread_id}")).status_code in (200, 204)
+    await come_back(page_a, "focus")
+    await expect(trashed).to_have_count(1)
+    await shot(page_a, viewport, "trash-from-other-tab")
     assert tab_b.errors == []
     ui.assert_clean()

@@ -7,14 +7,15 @@
 // hold a connection per open tab all day, need its own authentication and replay rules, and a
 // missed event would still leave a tab stale; a tab nobody looks at needs no truth. Reading
 // again when the user comes back costs three small GETs (the switch, the thread list, and the
-// open thread only when it changed) and cannot miss anything, whatever happened meanwhile. A
-// run the page follows streams its own events already (sse.js).
+// open thread only when it changed; the trash too while it is shown) and cannot miss anything,
+// whatever happened meanwhile. A run the page follows streams its own events already (sse.js).
 
 import { api, ApiError, threadPath } from './api.js';
 import { showNotice } from './banner.js';
 import { memoryChangedOnServer } from './memory_panel.js';
 import { setEnableMemory, setShowArchived, state } from './state.js';
 import { loadThreads, reloadThread, showEmptyThread } from './threads.js';
+import { loadTrash } from './trash.js';
 
 /** A refresh this soon after the last one is the same return (focus and visibility both fire). */
 const COALESCE_MS = 1500;
@@ -69,6 +70,7 @@ async function refresh() {
     return; // the server is not answering now; the next return tries again
   }
   await loadThreads();
+  if (state.showTrash) await loadTrash(); // deleted, restored or purged elsewhere
   await followOpenThread();
   await memoryChangedOnServer(); // an open panel shows the file as it is now (drafts kept)
 }
