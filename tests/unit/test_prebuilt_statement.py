@@ -6,8 +6,9 @@ import ast
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Boolean, Integer, String, bindparam, func, literal, select, text
-from sqlalchemy.dialects.postgresql import psycopg
+from psycopg.types.json import Jsonb
+from sqlalchemy import Integer, String, bindparam, func, literal, select, text
+from sqlalchemy.dialects.postgresql import JSONB, psycopg
 
 import yuxi
 from yuxi.db.prebuilt import PrebuiltStatement
@@ -21,7 +22,8 @@ def test_constants_are_rendered_once_with_their_conversion() -> None:
         literal(True),
     ).where(bindparam("n", type_=Integer()) > 0)
     prebuilt = PrebuiltStatement(statement)
-    sql, constants = prebuilt.render(DIALECT)
+    rendered = prebuilt.render(DIALECT)
+    sql, constants = rendered.sql, rendered.constants
     # Strings and integers need no conversion; psycopg adapts a bool itself. What Core hands
     # the driver for the same statement is compared on a real server in
     # tests/integration/test_prebuilt_params.py.
@@ -41,13 +43,28 @@ def test_a_text_statement_with_typed_parameters_passes_them_as_they_are() -> Non
         bindparam("b", type_=String()),
         bindparam("n", type_=Integer()),
     )
-    _, constants = PrebuiltStatement(statement).render(DIALECT)
-    assert constants == {}
+    rendered = PrebuiltStatement(statement).render(DIALECT)
+    assert rendered.constants == {} and rendered.processors == {}
+    assert rendered.parameters({"a": "x", "b": "y", "n": 1}) == {"a": "x", "b": "y", "n": 1}
 
 
-def test_a_parameter_the_dialect_would_convert_is_refused() -> None:
-    statement = select(literal(1)).where(bindparam("flag", type_=Boolean()))
-    with pytest.raises(TypeError, match="flag"):
+def test_a_parameter_the_dialect_converts_goes_through_its_processor() -> None:
+    """A caller's JSON document is wrapped as Core would (psycopg's ``Jsonb``), per call; a
+    ``NULL`` constant of the statement is a constant, not a parameter the caller must pass."""
+    statement = select(
+        bindparam("doc", type_=JSONB()).label("doc"), literal(None, JSONB()).label("none")
+    )
+    rendered = PrebuiltStatement(statement).render(DIALECT)
+    assert set(rendered.processors) == {"doc"}
+    sent = rendered.parameters({"doc": {"k": "记忆"}})
+    assert isinstance(sent["doc"], Jsonb) and sent["doc"].obj == {"k": "记忆"}
+    assert set(sent) == {"doc", *rendered.constants}
+
+
+def test_an_in_list_is_refused() -> None:
+    """Core renders an expanding ``IN`` per call: it has no SQL string to prebuild."""
+    statement = select(literal(1)).where(literal(1).in_([1, 2]))
+    with pytest.raises(TypeError, match="IN list"):
         PrebuiltStatement(statement).render(DIALECT)
 
 
