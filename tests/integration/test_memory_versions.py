@@ -22,7 +22,6 @@ from tests.support.factories import (
 )
 from yuxi import limits
 from yuxi.bootstrap import Container
-from yuxi.db.models import Message
 from yuxi.errors import MemoryConflict, PreconditionFailed
 from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.runtime.worker import Worker
@@ -67,7 +66,7 @@ async def test_tool_add_and_replace_record_agent_versions(container: Container) 
         repo = ThreadRepository(s)
         conversation = await repo.get_owned(uid, run.thread_id)
         assert conversation is not None
-        newer: Message = await repo.add_message(conversation, role="user", content="no, pu-erh")
+        newer = await repo.add_message(conversation, role="user", content="no, pu-erh")
         await repo.add_message(conversation, role="assistant", content="ok")
     replaced = await memory.remember_memory(run, "pu-erh", "oolong", tool_call_id="call-fix-2")
     add, fix = await _chain(container, uid)

@@ -5,22 +5,20 @@ of work, checks (and holds, ``FOR SHARE``) the worker's live lease once, and han
 :class:`RunRecord`; every write made through it commits together when the block ends, or none
 does. A step of a run — the model's tool calls, a tool's result, the final reply with its last
 token text and the run's end — is one transaction instead of one per record: the lease check,
-the thread's row, ``BEGIN`` and ``COMMIT`` are paid once per step.
+``BEGIN`` and ``COMMIT`` are paid once per step. A message names the run's thread by its id and
+owner in the statement that appends it (no read of the thread first).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from yuxi.identity import RunIdentity
 from yuxi.limits import EVENT_TEXT_BYTES
 from yuxi.services.runs._records import LeaseLost, ProposedToolCall, ToolOutcome, not_completed
 from yuxi.services.unit_of_work import UnitOfWork
 from yuxi.utils.string_utils import truncate_utf8
-
-if TYPE_CHECKING:
-    from yuxi.db.models import Conversation
 
 __all__ = ["RunRecord"]
 
@@ -32,17 +30,30 @@ class RunRecord:
         self._uow = uow
         self._identity = identity
         self._token = token
-        self._conversation: Conversation | None = None
 
-    async def _thread(self) -> Conversation:
-        """The run's thread, owned by its user (read once per transaction)."""
-        if self._conversation is None:
-            identity = self._identity
-            found = await self._uow.threads.get_owned(identity.uid, identity.thread_id)
-            if found is None:
-                raise LeaseLost(f"thread of run {identity.run_id} is gone")
-            self._conversation = found
-        return self._conversation
+    async def _message(
+        self,
+        role: str,
+        content: str,
+        *,
+        message_type: str = "text",
+        metadata: dict[str, Any] | None = None,
+    ) -> int:
+        """Append a message of the run to its thread, owned by its user; its id. A thread that
+        is gone ends the run's record (:class:`LeaseLost`: nothing of the step is written)."""
+        identity = self._identity
+        added = await self._uow.threads.add_message_to_thread(
+            identity.uid,
+            identity.thread_id,
+            role=role,
+            content=content,
+            message_type=message_type,
+            metadata=metadata,
+            run_id=identity.run_id,
+        )
+        if added is None:
+            raise LeaseLost(f"thread of run {identity.run_id} is gone")
+        return added.id
 
     async def event(self, event_type: str, data: dict[str, Any]) -> None:
         await self._uow.events.append(self._identity.run_id, event_type, data)
@@ -67,17 +78,11 @@ class RunRecord:
     async def tool_calls(self, content: str, calls: Sequence[ProposedToolCall]) -> None:
         """The model asked for tools: an assistant tool_call message, one ToolCall row and one
         ``tool_start`` event each."""
-        uow, run_id = self._uow, self._identity.run_id
-        message = await uow.threads.add_message(
-            await self._thread(),
-            role="assistant",
-            content=content,
-            message_type="tool_call",
-            run_id=run_id,
-        )
+        uow = self._uow
+        message_id = await self._message("assistant", content, message_type="tool_call")
         for call in calls:
             await uow.tool_calls.add(
-                message.id, tool_call_id=call.tool_call_id, name=call.name, input=call.args or {}
+                message_id, tool_call_id=call.tool_call_id, name=call.name, input=call.args or {}
             )
         for call in calls:
             await self.event(
@@ -89,12 +94,10 @@ class RunRecord:
         """A tool message, its ToolCall row finished (even one proposed by an earlier run of the
         thread, before an approval), and a ``tool_end`` event with the text cut to size."""
         uow, identity = self._uow, self._identity
-        await uow.threads.add_message(
-            await self._thread(),
-            role="tool",
-            content=outcome.content,
+        await self._message(
+            "tool",
+            outcome.content,
             message_type="tool_result",
-            run_id=identity.run_id,
             metadata={"tool_call_id": outcome.tool_call_id, "name": outcome.name},
         )
         pk = await uow.tool_calls.find_in_thread(
@@ -120,11 +123,9 @@ class RunRecord:
         )
 
     async def reply(self, content: str) -> None:
-        message = await self._uow.threads.add_message(
-            await self._thread(), role="assistant", content=content, run_id=self._identity.run_id
-        )
+        message_id = await self._message("assistant", content)
         await self.event(
-            "message", {"message_id": message.id, "role": "assistant", "content": content}
+            "message", {"message_id": message_id, "role": "assistant", "content": content}
         )
 
     async def finish(
