@@ -30,7 +30,6 @@ from yuxi.services.runs._records import (
     ReconciledRun,
     ToolOutcome,
     claimed_run,
-    not_completed,
 )
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.vocabulary import LEASE_EXPIRED, PARENT_RUN_ENDED
@@ -216,31 +215,13 @@ class RunService:
         error_code: str | None = None,
         error_message: str | None = None,
     ) -> None:
-        """Record the final status event and finish — atomically, and only as the owner."""
-        token = _lease_token(identity)
-        data: dict[str, Any] = {"status": status}
-        if error_code:
-            data["error"] = {"code": error_code, "message": error_message}
-        async with self._uow() as uow:
-            if await uow.events.append_as_owner(identity.run_id, token, "run_status", data) is None:
-                raise LeaseLost(identity.run_id)
-            finished = await uow.runs.finish(
-                identity.run_id,
-                token,
-                status=status,
-                output=output,
-                error_code=error_code,
-                error_message=error_message,
+        """Record the final status event and finish — atomically, and only as the owner: one
+        fenced transaction of the run's record with nothing but its end
+        (:meth:`RunRecord.finish`)."""
+        async with self.recording(identity) as record:
+            await record.finish(
+                status, output=output, error_code=error_code, error_message=error_message
             )
-            if not finished:
-                raise LeaseLost(identity.run_id)
-            if status in ("cancelled", "failed"):
-                # Calls this run proposed but never answered end with it (an interrupted run's
-                # calls stay open: its resume answers them).
-                await uow.tool_calls.close_pending(
-                    identity.uid, identity.thread_id, not_completed(status, error_code)
-                )
-            await uow.commit()
 
     async def close_open_tool_calls(self, identity: RunIdentity) -> str | None:
         """At the start of a chat run: close the thread's tool calls an earlier run left open
@@ -301,11 +282,12 @@ class RunService:
             settled = await uow.runs.finish_subagent(
                 child.run_id, status=status, output={"reply": reply}
             )
-            thread = await uow.threads.get_owned(child.uid, child.thread_id)
-            if not settled or thread is None:
+            if not settled:
                 return False
-            await uow.threads.add_message(
-                thread, role="assistant", content=reply, run_id=child.run_id
+            added = await uow.threads.add_message_to_thread(
+                child.uid, child.thread_id, role="assistant", content=reply, run_id=child.run_id
             )
+            if added is None:  # the child's thread is gone: nothing is written
+                return False
             await uow.commit()
         return True
