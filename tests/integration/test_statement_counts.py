@@ -84,12 +84,14 @@ def _profile(seen: Counts) -> dict[str, int]:
 async def test_a_chat_run_with_a_memory_write(container: Container, counted_worker: Worker) -> None:
     """A chat run of a thread's second turn, as in B8: a ``remember_memory`` call, then a reply.
 
-    Transactions, one line each: the claim; the memory switch read (read only, rolled back);
+    Transactions, one line each: the claim (one statement: the claimed row comes back with
+    the update); the memory switch read (read only, rolled back);
     the run's start (``running`` event, the memory snapshot, the thread's open calls closed);
     the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
     the tool's step (message, ToolCall row finished, ``tool_end``); the last step and the end
     (token text, reply message, ``message`` and ``run_status`` events, the run row settled).
-    Each fenced transaction checks the lease once and reads the thread's row at most once.
+    Each fenced transaction checks the lease once; a message names its thread in the statement
+    that appends it and touches the thread (no read of the thread's row, no second statement).
     """
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
@@ -98,13 +100,17 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
-        "statements": 32,
+        "statements": 25,
         "transactions": 7,
         "commits": 6,
         "rollbacks": 1,
-        "round_trips": 46,
+        "round_trips": 39,
         "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
     }, seen.statements
+    # Each of the three messages (tool call, tool result, reply) is one statement.
+    assert len(seen.matching("INSERT INTO messages")) == 3
+    # The thread's row is never read first.
+    assert not [s for s in seen.statements if s.startswith("SELECT conversations.")]
     # The memory write: the gate then the record, two statements in one transaction.
     assert len(seen.matching("pg_advisory_xact_lock")) == 1
     assert len(seen.matching("WITH newest AS")) == 1
@@ -126,11 +132,11 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
     seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
     assert _profile(seen) == {
-        "statements": 17,
+        "statements": 14,
         "transactions": 4,
         "commits": 3,
         "rollbacks": 1,
-        "round_trips": 25,
+        "round_trips": 22,
         "events": 5,  # running, memory_snapshot, token, message, completed
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer

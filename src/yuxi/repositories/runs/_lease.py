@@ -11,7 +11,17 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Update, and_, func, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Interval,
+    String,
+    Update,
+    and_,
+    bindparam,
+    func,
+    select,
+    update,
+)
 from sqlalchemy.orm import aliased
 
 from yuxi.db.models import AgentRun
@@ -47,7 +57,7 @@ def _lease_end(lease_seconds: float) -> Any:
     return func.now() + timedelta(seconds=lease_seconds)
 
 
-def oldest_pending() -> Any:
+def _oldest_pending() -> Any:
     """The oldest pending chat/resume run; ``FOR UPDATE SKIP LOCKED`` lets many workers claim
     concurrently without blocking on or double-claiming the same row."""
     return (
@@ -60,30 +70,52 @@ def oldest_pending() -> Any:
     )
 
 
-def pending(run_id: str) -> Any:
+def _pending() -> Any:
+    """The pending run ``b_candidate``, skipped if another worker is claiming it."""
     return (
         select(AgentRun.id)
-        .where(AgentRun.id == run_id, AgentRun.status == "pending")
+        .where(AgentRun.id == bindparam("b_candidate", type_=String), AgentRun.status == "pending")
         .with_for_update(skip_locked=True)
         .scalar_subquery()
     )
 
 
-def claim(candidate: Any, lease_seconds: float) -> Update:
-    """Start the candidate run for a fresh worker token. ``RETURNING`` the run id."""
+def _claim(candidate: Any) -> Update:
+    """Start the candidate run for the worker token ``b_worker`` with a lease of ``b_lease``.
+    ``RETURNING`` the whole row (the ORM entity, refreshed in the session), so a claim is one
+    statement. Built once: parameter names differ from the columns' (SQLAlchemy keeps those for
+    its own SET values)."""
     return (
         update(AgentRun)
         .where(AgentRun.id == candidate)
         .values(
             status="running",
-            worker_id=new_worker_id(),
+            worker_id=bindparam("b_worker", type_=String),
             attempt=AgentRun.attempt + 1,
             heartbeat_at=func.now(),
-            lease_expires_at=_lease_end(lease_seconds),
+            lease_expires_at=func.now() + bindparam("b_lease", type_=Interval),
             started_at=func.coalesce(AgentRun.started_at, func.now()),
         )
-        .returning(AgentRun.id)
+        .returning(AgentRun)
+        .execution_options(populate_existing=True)
     )
+
+
+#: Claim the oldest pending chat/resume run; claim the pending run ``b_candidate``.
+CLAIM_NEXT = _claim(_oldest_pending())
+CLAIM_ONE = _claim(_pending())
+
+
+def claim_params(lease_seconds: float, candidate: str | None = None) -> dict[str, Any]:
+    """The parameters of :data:`CLAIM_NEXT` (or, with ``candidate``, :data:`CLAIM_ONE`): a
+    fresh worker token and the lease's length."""
+    params: dict[str, Any] = {
+        "b_worker": new_worker_id(),
+        "b_lease": timedelta(seconds=lease_seconds),
+    }
+    if candidate is not None:
+        params["b_candidate"] = candidate
+    return params
 
 
 def renew(run_id: str, worker_id: str, lease_seconds: float) -> Update:

@@ -116,7 +116,9 @@ class AgentRunRepository:
                 created_by_run_id=created_by_run_id,
             )
             .on_conflict_do_nothing(index_elements=[AgentRun.uid, AgentRun.request_id])
-            .returning(AgentRun.id)
+            # The whole row as the database wrote it (server defaults included), in the insert.
+            .returning(AgentRun)
+            .execution_options(populate_existing=True)
         )
         try:
             async with self.session.begin_nested():
@@ -127,10 +129,8 @@ class AgentRunRepository:
             raise
         if inserted is not None:
             if status == "pending" and run_type in CLAIMABLE_RUN_TYPES:
-                await self.session.execute(notify(RUN_PENDING, inserted))  # wakes a worker
-            run = await self.session.get(AgentRun, inserted, populate_existing=True)
-            assert run is not None
-            return run, True
+                await self.session.execute(notify(RUN_PENDING, inserted.id))  # wakes a worker
+            return inserted, True
         existing = (
             await self.session.execute(
                 select(AgentRun).where(AgentRun.uid == uid, AgentRun.request_id == request_id)
@@ -202,17 +202,13 @@ class AgentRunRepository:
 
     async def claim_next(self, *, lease_seconds: float) -> AgentRun | None:
         """Claim the oldest pending chat/resume run for a fresh ``worker_id``."""
-        return await self._claim(lease.oldest_pending(), lease_seconds)
+        params = lease.claim_params(lease_seconds)
+        return (await self.session.execute(lease.CLAIM_NEXT, params)).scalar_one_or_none()
 
     async def claim(self, run_id: str, *, lease_seconds: float) -> AgentRun | None:
         """Claim one specific pending run (used by tests and by ``?wait`` fast paths)."""
-        return await self._claim(lease.pending(run_id), lease_seconds)
-
-    async def _claim(self, candidate: Any, lease_seconds: float) -> AgentRun | None:
-        claimed = (
-            await self.session.execute(lease.claim(candidate, lease_seconds))
-        ).scalar_one_or_none()
-        return None if claimed is None else await self.get(claimed)
+        params = lease.claim_params(lease_seconds, run_id)
+        return (await self.session.execute(lease.CLAIM_ONE, params)).scalar_one_or_none()
 
     async def renew_lease(self, run_id: str, worker_id: str, *, lease_seconds: float) -> bool:
         """Extend the lease; only the owner of an unexpired lease can. False = lease lost."""
