@@ -19,14 +19,15 @@ import pytest
 from tests.support.factories import make_user, memory_file, set_memory, sha256_of
 from yuxi.agents.models import REJECTED_WRITE_REPLY
 from yuxi.bootstrap import Container
-from yuxi.db.models import AgentRun, RunEvent
+from yuxi.db.models import AgentRun
+from yuxi.repositories.runs.run_event_repository import StreamedEvent
 from yuxi.runtime.graph_assembly import assemble_chatbot_graph
 from yuxi.runtime.worker import Worker
 
 
 async def _run(
     container: Container, worker: Worker, uid: str, thread_id: str, text: str
-) -> tuple[AgentRun, list[RunEvent]]:
+) -> tuple[AgentRun, list[StreamedEvent]]:
     chat = container.services.chat
     run, _ = await chat.submit(uid, thread_id, text)
     assert await worker.run_once()
@@ -35,7 +36,7 @@ async def _run(
 
 async def _decide(
     container: Container, worker: Worker, uid: str, run_id: str, decision: str
-) -> tuple[AgentRun, list[RunEvent]]:
+) -> tuple[AgentRun, list[StreamedEvent]]:
     chat = container.services.chat
     resume, created = await chat.resume(uid, run_id, decision)
     assert created and resume.run_type == "resume"
@@ -43,7 +44,9 @@ async def _decide(
     return await chat.get_run(uid, resume.id), await chat.events_after(uid, resume.id)
 
 
-def _events(events: list[RunEvent], kind: str, tool: str | None = None) -> list[dict[str, Any]]:
+def _events(
+    events: list[StreamedEvent], kind: str, tool: str | None = None
+) -> list[dict[str, Any]]:
     return [
         e.data
         for e in events
@@ -81,7 +84,7 @@ async def _plant(container: Container, worker: Worker) -> Planted:
 
 async def _tainted_run(
     container: Container, worker: Worker, planted: Planted
-) -> tuple[AgentRun, list[RunEvent], str | None]:
+) -> tuple[AgentRun, list[StreamedEvent], str | None]:
     """The tainted run, checked up to its pause; returns it with MEMORY.md's hash before."""
     before = sha256_of(memory_file(container, planted.uid))
     thread = (await container.services.chat.create_thread(planted.uid)).thread_id

@@ -9,14 +9,15 @@ definition of a live lease, inside the same ``INSERT … SELECT … WHERE EXISTS
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import String, Table, bindparam, exists, func, insert, select
+from sqlalchemy import Integer, String, Table, bindparam, exists, func, insert, select, true
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from yuxi.db.models import RunEvent
+from yuxi.db.models import AgentRun, RunEvent
 from yuxi.db.notifications import RUN_EVENTS
+from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.repositories.notify import notify_value
 from yuxi.repositories.runs.agent_run_repository import owned_live_lease
 
@@ -56,6 +57,46 @@ _APPEND = _append_statement(fenced=False)
 _APPEND_AS_OWNER = _append_statement(fenced=True)
 
 
+class StreamedEvent(NamedTuple):
+    """One event of a run as its stream sends it."""
+
+    seq: int
+    event_type: str
+    data: Any
+
+
+def _page_statement() -> PrebuiltStatement:
+    """The run's status if ``uid`` owns it, with its events after ``after`` (at most ``limit``,
+    in order), in one statement — so in one snapshot::
+
+        SELECT r.status, e.seq, e.event_type, e.data FROM agent_runs r
+        LEFT JOIN LATERAL (SELECT … FROM run_events WHERE run_id = r.id AND seq > :after
+                           ORDER BY seq LIMIT :limit) e ON true
+        WHERE r.id = :run_id AND r.uid = :uid ORDER BY e.seq
+
+    No row: not the user's run (or gone). One row with no event: nothing after ``after``."""
+    runs = cast(Table, AgentRun.__table__).c
+    events = cast(Table, RunEvent.__table__).c
+    after = (
+        select(events.seq, events.event_type, events.data)
+        .where(events.run_id == runs.id, events.seq > bindparam("after", type_=Integer))
+        .order_by(events.seq)
+        .limit(bindparam("limit", type_=Integer))
+        .lateral("e")
+    )
+    return PrebuiltStatement(
+        select(runs.status, after.c.seq, after.c.event_type, after.c.data)
+        .select_from(cast(Table, AgentRun.__table__).outerjoin(after, true()))
+        .where(
+            runs.id == bindparam("run_id", type_=String), runs.uid == bindparam("uid", type_=String)
+        )
+        .order_by(after.c.seq)
+    )
+
+
+_PAGE = _page_statement()
+
+
 class RunEventRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -72,6 +113,20 @@ class RunEventRepository:
         """Unfenced append, for the service itself (run created, reconciled, SubAgent runs)."""
         params = {"run_id": run_id, "event_type": event_type, "data": data}
         return int((await self.session.execute(_APPEND, params)).one().seq)
+
+    async def owned_page(
+        self, uid: str, run_id: str, after_seq: int, limit: int
+    ) -> tuple[str, list[StreamedEvent]] | None:
+        """The run's status and its events after ``after_seq`` (at most ``limit``), read
+        together in one statement: a settled status means every event of the run is among
+        those read (a run settles in the transaction that records its last event). None: not
+        ``uid``'s run, or gone."""
+        params = {"uid": uid, "run_id": run_id, "after": after_seq, "limit": limit}
+        rows = await _PAGE.all(self.session, params)
+        if not rows:
+            return None
+        events = [StreamedEvent(r.seq, r.event_type, r.data) for r in rows if r.seq is not None]
+        return rows[0].status, events
 
     async def list_after(self, run_id: str, after_seq: int = 0, limit: int = 500) -> list[RunEvent]:
         rows = await self.session.execute(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
-from yuxi.db.models import AgentRun, Conversation, RunEvent
+from yuxi.db.models import AgentRun, Conversation
 from yuxi.errors import Conflict, InvalidArgument, NotFound
 from yuxi.limits import (
     AUTO_TITLE_MAX_CHARS,
@@ -23,6 +23,7 @@ from yuxi.limits import (
     TITLE_MAX_CHARS,
     TRASH_DAYS,
 )
+from yuxi.repositories.runs.run_event_repository import StreamedEvent
 from yuxi.services.chat._cancel import cancel_in
 from yuxi.services.chat._decisions import (
     DECISIONS,
@@ -342,22 +343,22 @@ class ChatService:
 
     async def events_after(
         self, uid: str, run_id: str, after_seq: int = 0, limit: int = 500
-    ) -> list[RunEvent]:
+    ) -> list[StreamedEvent]:
         """The run's events after ``after_seq`` (another user's run is NotFound)."""
         return (await self.stream_page(uid, run_id, after_seq, limit)).events
 
     async def stream_page(
         self, uid: str, run_id: str, after_seq: int, limit: int = 500
     ) -> StreamPage:
-        """What an event stream sends next, in one transaction: the run's status, then its
-        events after ``after_seq``. The status is read first, so a settled status means every
+        """What an event stream sends next: the run's status and its events after
+        ``after_seq``, read in one statement (one snapshot), so a settled status means every
         event of the run is among those read (a run settles in the transaction that records its
         last event). Another user's run, or one that is gone, is NotFound."""
         async with self._uow() as uow:
-            status = await uow.runs.owned_status(uid, run_id)
-            if status is None:
-                raise NotFound("run not found")
-            events = await uow.events.list_after(run_id, after_seq, limit)
+            page = await uow.events.owned_page(uid, run_id, after_seq, limit)
+        if page is None:
+            raise NotFound("run not found")
+        status, events = page
         return StreamPage(
             events=events,
             settled=status in SETTLED_RUN_STATUSES,

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from yuxi.db.models import AgentRun, Conversation, Message, RunEvent, ToolCall
+from yuxi.db.models import AgentRun, Conversation, Message, ToolCall
 from yuxi.limits import EVENT_TEXT_BYTES
+from yuxi.repositories.runs.run_event_repository import StreamedEvent
 from yuxi.utils.string_utils import truncate_utf8
 from yuxi.vocabulary import APPROVAL_DECISIONS
 
@@ -218,6 +219,6 @@ class StreamPage:
     settled before they were read (so none is left to wait for); ``more`` when the page was
     full (read again at once)."""
 
-    events: list[RunEvent]
+    events: list[StreamedEvent]
     settled: bool
     more: bool
