@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import AgentRun
 from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
+from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.errors import ActiveRunExists, Conflict
 from yuxi.repositories.memory import lock_user_memory
 from yuxi.repositories.notify import notify
@@ -42,21 +43,21 @@ __all__ = [
     "owned_live_lease",
 ]
 
-#: The record fence (:meth:`AgentRunRepository.lock_live_lease`), built once: a run takes it in
-#: every transaction of its record.
-_LOCK_LIVE_LEASE = (
-    select(AgentRun.id)
+_TABLE = cast(Table, AgentRun.__table__)
+_RUNS = _TABLE.c
+#: The record fence (:meth:`AgentRunRepository.lock_live_lease`), built once and run prebuilt
+#: (:mod:`yuxi.db.prebuilt`): a run takes it in every transaction of its record.
+_LOCK_LIVE_LEASE = PrebuiltStatement(
+    select(_RUNS.id)
     .where(
         owned_live_lease(bindparam("run_id", type_=String), bindparam("worker_id", type_=String))
     )
     .with_for_update(read=True)
 )
-_TABLE = cast(Table, AgentRun.__table__)
-_RUNS = _TABLE.c
-#: A run's end (:meth:`AgentRunRepository.finish`), built once; on the table, so the session
-#: passes the parameters to the statement as they are.
-#: (Parameter names differ from the columns': SQLAlchemy keeps those for its own SET values.)
-_FINISH = (
+#: A run's end (:meth:`AgentRunRepository.finish`) and its memory snapshot, built once on the
+#: table and run prebuilt. (Parameter names differ from the columns': SQLAlchemy keeps those
+#: for its own SET values.)
+_FINISH = PrebuiltStatement(
     update(_TABLE)
     .where(owned_live_lease(bindparam("b_run", type_=String), bindparam("b_worker", type_=String)))
     .values(
@@ -69,7 +70,7 @@ _FINISH = (
     )
     .returning(_RUNS.id)
 )
-_RECORD_SNAPSHOT = (
+_RECORD_SNAPSHOT = PrebuiltStatement(
     update(_TABLE)
     .where(_RUNS.id == bindparam("b_run", type_=String))
     .values(
@@ -234,10 +235,8 @@ class AgentRunRepository:
         Held to the end of the caller's transaction, so neither reconciliation nor another
         claim can change the lease under the writes made in it. False = the lease is lost.
         """
-        row = await self.session.execute(
-            _LOCK_LIVE_LEASE, {"run_id": run_id, "worker_id": worker_id}
-        )
-        return row.scalar_one_or_none() is not None
+        params = {"run_id": run_id, "worker_id": worker_id}
+        return await _LOCK_LIVE_LEASE.first(self.session, params) is not None
 
     async def finish(
         self,
@@ -260,7 +259,7 @@ class AgentRunRepository:
             "b_error_message": error_message,
             "b_output": output,
         }
-        return (await self.session.execute(_FINISH, params)).scalar_one_or_none() is not None
+        return await _FINISH.first(self.session, params) is not None
 
     async def reconcile_expired(self, *, limit: int = 100) -> list[str]:
         """Fail every running run whose lease ran out (by the database clock), then every
@@ -329,7 +328,7 @@ class AgentRunRepository:
 
     async def record_memory_snapshot(self, run_id: str, *, sha256: str, size: int) -> None:
         params = {"b_run": run_id, "b_sha256": sha256, "b_size": size}
-        await self.session.execute(_RECORD_SNAPSHOT, params)
+        await _RECORD_SNAPSHOT.execute(self.session, params)
 
     # -- the memory write gate ----------------------------------------------------------------
 

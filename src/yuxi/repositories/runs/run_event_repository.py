@@ -22,11 +22,10 @@ from yuxi.repositories.notify import notify_value
 from yuxi.repositories.runs.agent_run_repository import owned_live_lease
 
 
-def _append_statement(*, fenced: bool) -> Any:
+def _append_statement(*, fenced: bool) -> PrebuiltStatement:
     """``INSERT INTO run_events … SELECT <next seq> [WHERE EXISTS (fence)] RETURNING seq``, with
-    the run, type and data (and the worker, when fenced) as parameters: built once, so each
-    append is a compiled-cache hit on one statement object instead of a new statement whose
-    cache key is computed again on every call."""
+    the run, type and data (and the worker, when fenced) as parameters: built once and run
+    prebuilt (:mod:`yuxi.db.prebuilt`), as every event of a run is one."""
     run_id = bindparam("run_id", type_=String)
     next_seq = (
         select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
@@ -46,7 +45,7 @@ def _append_statement(*, fenced: bool) -> Any:
     # table, not the ORM entity: the session passes the parameters to the statement as they are
     # (an ORM insert would take them for rows to insert in bulk).
     table = cast(Table, RunEvent.__table__)
-    return (
+    return PrebuiltStatement(
         insert(table)
         .from_select(["run_id", "seq", "event_type", "data"], row)
         .returning(table.c.seq, notify_value(RUN_EVENTS, table.c.run_id))
@@ -106,13 +105,13 @@ class RunEventRepository:
     ) -> int | None:
         """Append while ``worker_id`` holds a live lease. None = the lease is gone."""
         params = {"run_id": run_id, "worker_id": worker_id, "event_type": event_type, "data": data}
-        row = (await self.session.execute(_APPEND_AS_OWNER, params)).one_or_none()
+        row = await _APPEND_AS_OWNER.first(self.session, params)
         return None if row is None else int(row.seq)
 
     async def append(self, run_id: str, event_type: str, data: dict[str, Any]) -> int:
         """Unfenced append, for the service itself (run created, reconciled, SubAgent runs)."""
         params = {"run_id": run_id, "event_type": event_type, "data": data}
-        return int((await self.session.execute(_APPEND, params)).one().seq)
+        return int((await _APPEND.one(self.session, params)).seq)
 
     async def owned_page(
         self, uid: str, run_id: str, after_seq: int, limit: int

@@ -14,17 +14,17 @@ from sqlalchemy import String, Table, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import Conversation, Message, ToolCall
+from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.errors import NotFound
 
 __all__ = ["ToolCallRepository"]
 
 
-# The statements a run's record makes on every tool call, built once with bind parameters
-# (a compiled-cache hit per call; issue 35). On the table: the session passes the parameters to
-# the statement as they are, where an ORM insert or update would take them for rows in bulk.
+# The statements a run's record makes on every tool call, built once with bind parameters on the
+# table and run prebuilt (:mod:`yuxi.db.prebuilt`).
 _TABLE = cast(Table, ToolCall.__table__)
 _CALLS = _TABLE.c
-_ADD = (
+_ADD = PrebuiltStatement(
     insert(_TABLE)
     .values(
         message_id=bindparam("message_id", type_=_CALLS.message_id.type),
@@ -37,7 +37,7 @@ _ADD = (
     )
     .returning(_CALLS.id)
 )
-_FINISH = (
+_FINISH = PrebuiltStatement(
     update(_TABLE)
     .where(_CALLS.id == bindparam("pk", type_=_CALLS.id.type))
     .values(
@@ -54,7 +54,7 @@ _THREAD_MESSAGES = (
     .join(Conversation, Conversation.id == Message.conversation_id)
     .where(Conversation.thread_id == _THREAD_ID, Conversation.uid == _UID)
 )
-_CLOSE_PENDING = (
+_CLOSE_PENDING = PrebuiltStatement(
     update(_TABLE)
     .where(_CALLS.status == "pending", _CALLS.message_id.in_(_THREAD_MESSAGES))
     .values(
@@ -64,7 +64,7 @@ _CLOSE_PENDING = (
     )
     .returning(_CALLS.id)
 )
-_FIND_IN_THREAD = (
+_FIND_IN_THREAD = PrebuiltStatement(
     select(ToolCall.id)
     .join(Message, Message.id == ToolCall.message_id)
     .join(Conversation, Conversation.id == Message.conversation_id)
@@ -103,20 +103,20 @@ class ToolCallRepository:
             "status": status,
             "error": error,
         }
-        return int((await self.session.execute(_ADD, params)).scalar_one())
+        return int((await _ADD.one(self.session, params)).id)
 
     async def finish(
         self, tool_call_pk: int, *, output: str | None, status: str, error: str | None = None
     ) -> None:
         params = {"pk": tool_call_pk, "output": output, "status": status, "error": error}
-        if (await self.session.execute(_FINISH, params)).scalar_one_or_none() is None:
+        if await _FINISH.first(self.session, params) is None:
             raise NotFound("tool call not found")
 
     async def close_pending(self, uid: str, thread_id: str, error: str) -> int:
         """Mark every still-pending tool call of the user's thread as failed with ``error``
         (their run ended before they did); the number of calls closed."""
         params = {"uid": uid, "thread_id": thread_id, "error": error}
-        return len((await self.session.execute(_CLOSE_PENDING, params)).scalars().all())
+        return len(await _CLOSE_PENDING.all(self.session, params))
 
     async def find_in_thread(self, uid: str, thread_id: str, tool_call_id: str) -> int | None:
         """The newest ToolCall row with ``tool_call_id`` in the user's thread (its primary key).
@@ -124,7 +124,8 @@ class ToolCallRepository:
         A tool call may have been proposed by an earlier run of the thread (approval → resume).
         """
         params = {"uid": uid, "thread_id": thread_id, "tool_call_id": tool_call_id}
-        return (await self.session.execute(_FIND_IN_THREAD, params)).scalar_one_or_none()
+        row = await _FIND_IN_THREAD.first(self.session, params)
+        return None if row is None else int(row.id)
 
     async def list_for_messages(self, message_ids: Sequence[int]) -> dict[int, list[ToolCall]]:
         """The tool calls of the given messages, in one query, grouped by message id (by id).
