@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests.support.factories import make_run, make_user, remember
@@ -85,7 +86,7 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     """A chat run of a thread's second turn, as in B8: a ``remember_memory`` call, then a reply.
 
     Transactions, one line each: the claim (one statement: the claimed row comes back with
-    the update); the memory switch read (read only, rolled back);
+    the update); the memory switch read (one statement, no transaction block: ``one_read``);
     the run's start (``running`` event, the memory snapshot, the thread's open calls closed);
     the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
     the tool's step (message, ToolCall row finished, ``tool_end``); the last step and the end
@@ -101,10 +102,10 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     )
     assert _profile(seen) == {
         "statements": 25,
-        "transactions": 7,
+        "transactions": 6,
         "commits": 6,
-        "rollbacks": 1,
-        "round_trips": 39,
+        "rollbacks": 0,
+        "round_trips": 37,
         "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
     }, seen.statements
     # Each of the three messages (tool call, tool result, reply) is one statement.
@@ -126,17 +127,17 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
 
 async def test_a_chat_run_without_tools(container: Container, counted_worker: Worker) -> None:
     """A plain reply: no tool call, no memory write, no tool result. Transactions: the claim,
-    the switch read, the start, the reply with the end."""
+    the start, the reply with the end (and the switch read, a statement of its own)."""
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
     seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
     assert _profile(seen) == {
         "statements": 14,
-        "transactions": 4,
+        "transactions": 3,
         "commits": 3,
-        "rollbacks": 1,
-        "round_trips": 22,
+        "rollbacks": 0,
+        "round_trips": 20,
         "events": 5,  # running, memory_snapshot, token, message, completed
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer
@@ -171,3 +172,36 @@ async def test_the_counts_see_what_they_count(container: Container) -> None:
         await remember(container, run, "one qzxcount")
         await remember(container, run, "two qzxcount")
     assert (len(seen.statements), seen.begins, seen.commits) == (4, 2, 2)
+
+
+async def test_one_reads_send_one_statement_and_no_transaction(container: Container) -> None:
+    """What a stream's page, a request's authentication and a run's status ask of the server:
+    one statement each, in no transaction block (``UnitOfWorkFactory.one_read``) — no
+    ``BEGIN`` before it, no ``ROLLBACK`` after."""
+    uid = await make_user(container)
+    chat, users = container.services.chat, container.services.users
+    token = (await users.create_token(uid, label="t")).token
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello qzxread")
+    with counting(container.engine) as seen:
+        page = await chat.stream_page(uid, run.id, 0)
+        assert await users.authenticate(token) == uid
+        assert (await chat.get_run(uid, run.id)).status == "pending"
+    assert [e.event_type for e in page.events] == ["run_status"] and not page.settled
+    assert (len(seen.statements), seen.round_trips) == (3, 3), seen.statements
+
+
+async def test_a_one_read_block_is_outside_any_transaction(container: Container) -> None:
+    """The server's side of it: while a ``one_read`` block runs, its connection is idle (no
+    transaction open on it), where an ordinary block's is in a transaction."""
+
+    async def status(autocommit: bool) -> object:
+        factory = container.uow
+        async with factory.one_read() if autocommit else factory() as uow:
+            await uow.users.memory_enabled("nobody")
+            connection = await uow.users.session.connection()
+            raw = await connection.get_raw_connection()
+            return raw.driver_connection.info.transaction_status  # type: ignore[union-attr]
+
+    assert await status(autocommit=True) == psycopg.pq.TransactionStatus.IDLE
+    assert await status(autocommit=False) == psycopg.pq.TransactionStatus.INTRANS

@@ -11,6 +11,13 @@ Leaving the block without :meth:`UnitOfWork.commit` rolls back (a read-only bloc
 commit). A transaction-scoped advisory lock taken inside (``pg_advisory_xact_lock``) is held
 until the block commits or rolls back.
 
+A block that makes exactly one statement, a read, may be opened with
+:meth:`UnitOfWorkFactory.one_read` instead: its statement runs outside a transaction block
+(autocommit), so neither ``BEGIN`` nor ``ROLLBACK`` is sent. A single statement is atomic and
+reads one snapshot whether or not a transaction block surrounds it, so such a read sees exactly
+what the same statement would in a transaction of its own; a block of two statements, or one
+that writes, must not use it (each statement would commit, and see, on its own).
+
 Every write goes through it, an agent's memory write included (``uow.memory_gate``, then
 ``uow.memory_versions.record``): one kind of transaction, one set of error and cancellation
 rules (SQLAlchemy's: a statement interrupted by a cancellation invalidates its connection, a
@@ -45,6 +52,9 @@ from yuxi.repositories.user_repository import UserRepository
 __all__ = ["UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
 
 
+_AUTOCOMMIT = {"isolation_level": "AUTOCOMMIT"}
+
+
 def _disk_full(exc: BaseException | None) -> bool:
     return isinstance(exc, DBAPIError) and isinstance(exc.orig, psycopg.errors.DiskFull)
 
@@ -64,14 +74,21 @@ class UnitOfWork:
     accounts: AccountRepository
     trash: TrashRepository
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], *, autocommit: bool = False
+    ) -> None:
         self._sessions = sessions
         self._session: AsyncSession | None = None
         self._committed = False
+        self._autocommit = autocommit
 
     async def __aenter__(self) -> Self:
         session = self._sessions()
         self._session = session
+        if self._autocommit:
+            # The connection's isolation level for this session only (the pool restores the
+            # default when it is returned).
+            await session.connection(execution_options=_AUTOCOMMIT)
         self.users = UserRepository(session)
         self.tokens = TokenRepository(session)
         self.runs = AgentRunRepository(session)
@@ -136,6 +153,11 @@ class UnitOfWorkFactory:
 
     def __call__(self) -> UnitOfWork:
         return UnitOfWork(self._sessions)
+
+    def one_read(self) -> UnitOfWork:
+        """A unit of work for exactly one statement that only reads, sent without a
+        transaction block (see the module's docstring)."""
+        return UnitOfWork(self._sessions, autocommit=True)
 
 
 def unit_of_work_factory(sessions: async_sessionmaker[AsyncSession]) -> UnitOfWorkFactory:
