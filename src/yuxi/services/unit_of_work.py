@@ -27,6 +27,7 @@ lost connection is an :class:`~sqlalchemy.exc.OperationalError`).
 from __future__ import annotations
 
 import asyncio
+from functools import cached_property
 from types import TracebackType
 from typing import Self
 
@@ -60,19 +61,8 @@ def _disk_full(exc: BaseException | None) -> bool:
 
 
 class UnitOfWork:
-    users: UserRepository
-    tokens: TokenRepository
-    runs: AgentRunRepository
-    threads: ThreadRepository
-    lookback: LookbackRepository
-    events: RunEventRepository
-    tool_calls: ToolCallRepository
-    memory_versions: MemoryVersionRepository
-    memory_gate: MemoryGate
-    health: HealthRepository
-    backup: BackupRepository
-    accounts: AccountRepository
-    trash: TrashRepository
+    """One transaction (a ``one_read`` block: one statement) and its repositories, each made
+    on first use in the block (a block uses few of them)."""
 
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], *, autocommit: bool = False
@@ -89,20 +79,64 @@ class UnitOfWork:
             # The connection's isolation level for this session only (the pool restores the
             # default when it is returned).
             await session.connection(execution_options=_AUTOCOMMIT)
-        self.users = UserRepository(session)
-        self.tokens = TokenRepository(session)
-        self.runs = AgentRunRepository(session)
-        self.threads = ThreadRepository(session)
-        self.lookback = LookbackRepository(session)
-        self.events = RunEventRepository(session)
-        self.tool_calls = ToolCallRepository(session)
-        self.memory_versions = MemoryVersionRepository(session)
-        self.memory_gate = MemoryGate(session)
-        self.health = HealthRepository(session)
-        self.backup = BackupRepository(session)
-        self.accounts = AccountRepository(session)
-        self.trash = TrashRepository(session)
         return self
+
+    def _open(self) -> AsyncSession:
+        if self._session is None:
+            raise RuntimeError("a repository outside 'async with'")
+        return self._session
+
+    @cached_property
+    def users(self) -> UserRepository:
+        return UserRepository(self._open())
+
+    @cached_property
+    def tokens(self) -> TokenRepository:
+        return TokenRepository(self._open())
+
+    @cached_property
+    def runs(self) -> AgentRunRepository:
+        return AgentRunRepository(self._open())
+
+    @cached_property
+    def threads(self) -> ThreadRepository:
+        return ThreadRepository(self._open())
+
+    @cached_property
+    def lookback(self) -> LookbackRepository:
+        return LookbackRepository(self._open())
+
+    @cached_property
+    def events(self) -> RunEventRepository:
+        return RunEventRepository(self._open())
+
+    @cached_property
+    def tool_calls(self) -> ToolCallRepository:
+        return ToolCallRepository(self._open())
+
+    @cached_property
+    def memory_versions(self) -> MemoryVersionRepository:
+        return MemoryVersionRepository(self._open())
+
+    @cached_property
+    def memory_gate(self) -> MemoryGate:
+        return MemoryGate(self._open())
+
+    @cached_property
+    def health(self) -> HealthRepository:
+        return HealthRepository(self._open())
+
+    @cached_property
+    def backup(self) -> BackupRepository:
+        return BackupRepository(self._open())
+
+    @cached_property
+    def accounts(self) -> AccountRepository:
+        return AccountRepository(self._open())
+
+    @cached_property
+    def trash(self) -> TrashRepository:
+        return TrashRepository(self._open())
 
     async def __aexit__(
         self,
