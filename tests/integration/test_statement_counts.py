@@ -87,7 +87,8 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
 
     Transactions, one line each: the claim (one statement: the claimed row comes back with
     the update); the memory switch read (one statement, no transaction block: ``one_read``);
-    the run's start (``running`` event, the memory snapshot, the thread's open calls closed);
+    the run's start (``running`` event, the memory snapshot, how the thread's previous run
+    ended read with whether it left calls open — none here, so no update closes them);
     the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
     the tool's step (message, ToolCall row finished, ``tool_end``); the last step and the end
     (token text, reply message, ``message`` and ``run_status`` events, the run row settled).
@@ -101,11 +102,11 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
-        "statements": 25,
+        "statements": 24,
         "transactions": 6,
         "commits": 6,
         "rollbacks": 0,
-        "round_trips": 37,
+        "round_trips": 36,
         "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
     }, seen.statements
     # Each of the three messages (tool call, tool result, reply) is one statement.
@@ -133,11 +134,11 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
     seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
     assert _profile(seen) == {
-        "statements": 14,
+        "statements": 13,
         "transactions": 3,
         "commits": 3,
         "rollbacks": 0,
-        "round_trips": 20,
+        "round_trips": 19,
         "events": 5,  # running, memory_snapshot, token, message, completed
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer
@@ -205,3 +206,28 @@ async def test_a_one_read_block_is_outside_any_transaction(container: Container)
 
     assert await status(autocommit=True) == psycopg.pq.TransactionStatus.IDLE
     assert await status(autocommit=False) == psycopg.pq.TransactionStatus.INTRANS
+
+
+async def test_a_chat_request_is_one_transaction_of_eight_statements(
+    container: Container, counted_worker: Worker
+) -> None:
+    """The POST of a thread's second turn: the thread, the request id, the approval state; the
+    run inserted in a savepoint (the row and its worker's wake-up come back with the insert);
+    the user message with the thread touched; the ``pending`` event."""
+    uid = await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    await _counted_run(container, counted_worker, uid, thread, "hello qzxpost")
+    with counting(container.engine) as seen:
+        run, created = await chat.submit(uid, thread, "again qzxpost")
+    assert created and run.status == "pending"
+    assert _profile(seen) == {
+        "statements": 8,
+        "transactions": 1,
+        "commits": 1,
+        "rollbacks": 0,
+        "round_trips": 10,
+        "events": 1,
+    }, seen.statements
+    assert len(seen.matching("SAVEPOINT")) == 2  # SAVEPOINT and RELEASE SAVEPOINT
+    assert len(seen.matching("pg_notify")) == 2  # in the run's INSERT and the event's

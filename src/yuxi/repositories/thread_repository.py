@@ -116,6 +116,10 @@ def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
     )
 
 
+_OWNED = select(Conversation).where(
+    Conversation.thread_id == bindparam("thread_id", type_=String),
+    Conversation.uid == bindparam("uid", type_=String),
+)
 _ADD_MESSAGE = _add_message_statement(by_thread=False)
 _ADD_MESSAGE_TO_THREAD = _add_message_statement(by_thread=True)
 
@@ -173,10 +177,8 @@ class ThreadRepository:
 
     async def get_owned(self, uid: str, thread_id: str) -> Conversation | None:
         """The caller's own thread, whatever its status or source (None for anyone else's)."""
-        row = await self.session.execute(
-            select(Conversation).where(Conversation.thread_id == thread_id, Conversation.uid == uid)
-        )
-        return row.scalar_one_or_none()
+        params = {"thread_id": thread_id, "uid": uid}
+        return (await self.session.execute(_OWNED, params)).scalar_one_or_none()
 
     async def list_conversations(
         self,

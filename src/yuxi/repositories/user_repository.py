@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import cast
 
-from sqlalchemy import func, select, text
+from sqlalchemy import String, Table, bindparam, func, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import User, UserConfig
+from yuxi.db.prebuilt import PrebuiltStatement
+
+#: The memory switch, read at the start of every run: built once and run prebuilt.
+_MEMORY_ENABLED = PrebuiltStatement(
+    select(cast(Table, UserConfig.__table__).c.enable_memory).where(
+        cast(Table, UserConfig.__table__).c.uid == bindparam("uid", type_=String)
+    )
+)
 
 
 class UserRepository:
@@ -49,10 +58,8 @@ class UserRepository:
 
     async def memory_enabled(self, uid: str) -> bool:
         """The single switch. A user without a config row has memory off (fail closed)."""
-        row = await self.session.execute(
-            select(UserConfig.enable_memory).where(UserConfig.uid == uid)
-        )
-        return bool(row.scalar_one_or_none())
+        row = await _MEMORY_ENABLED.first(self.session, {"uid": uid})
+        return row is not None and bool(row.enable_memory)
 
     async def set_memory_enabled(self, uid: str, enabled: bool) -> None:
         stmt = insert(UserConfig).values(uid=uid, enable_memory=enabled)

@@ -13,9 +13,9 @@ time, so callers keep lease transactions short.
 from __future__ import annotations
 
 import uuid
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import String, Table, bindparam, func, select, update
+from sqlalchemy import String, Table, bindparam, exists, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,9 +25,10 @@ from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.errors import ActiveRunExists, Conflict
 from yuxi.repositories.memory import lock_user_memory
-from yuxi.repositories.notify import notify
+from yuxi.repositories.notify import notify, notify_value
 from yuxi.repositories.runs import _lease as lease
 from yuxi.repositories.runs._lease import new_worker_id, owned_live_lease
+from yuxi.repositories.runs.tool_call_repository import open_in_thread
 from yuxi.vocabulary import (
     CLAIMABLE_RUN_TYPES,
     LEASE_EXPIRED,
@@ -80,6 +81,48 @@ _RECORD_SNAPSHOT = PrebuiltStatement(
 )
 
 
+#: Statements of the run's submission and start, built once with bind parameters.
+_BY_REQUEST = select(AgentRun).where(
+    AgentRun.uid == bindparam("uid", type_=String),
+    AgentRun.request_id == bindparam("request_id", type_=String),
+)
+
+
+def _latest_top_level(*columns: Any, other_than: Any = None) -> Any:
+    """The newest chat/resume run of the thread ``thread_id`` (other than ``other_than``)."""
+    where = [
+        AgentRun.conversation_thread_id == bindparam("thread_id", type_=String),
+        AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES),
+    ]
+    if other_than is not None:
+        where.append(AgentRun.id != other_than)
+    return (
+        select(*columns)
+        .where(*where)
+        .order_by(AgentRun.created_at.desc(), AgentRun.id.desc())
+        .limit(1)
+    )
+
+
+_LATEST_STATUS = _latest_top_level(AgentRun.status)
+_PREVIOUS_RUN = _latest_top_level(
+    AgentRun.status,
+    AgentRun.error_code,
+    exists()
+    .where(open_in_thread(bindparam("uid", type_=String), bindparam("thread_id", type_=String)))
+    .label("open_calls"),
+    other_than=bindparam("run_id", type_=String),
+)
+
+
+class PreviousRun(NamedTuple):
+    """How a thread's previous run ended, and whether the thread has tool calls still open."""
+
+    status: str
+    error_code: str | None
+    open_calls: bool
+
+
 class AgentRunRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -104,7 +147,7 @@ class AgentRunRepository:
         partial unique index and surfaces as :class:`ActiveRunExists`.
         """
         run_id = str(uuid.uuid4())
-        stmt = (
+        row = (
             insert(AgentRun)
             .values(
                 id=run_id,
@@ -117,25 +160,26 @@ class AgentRunRepository:
                 created_by_run_id=created_by_run_id,
             )
             .on_conflict_do_nothing(index_elements=[AgentRun.uid, AgentRun.request_id])
-            # The whole row as the database wrote it (server defaults included), in the insert.
-            .returning(AgentRun)
             .execution_options(populate_existing=True)
         )
+        # The whole row as the database wrote it (server defaults included), in the insert; a
+        # pending chat/resume run wakes a worker (a RETURNING notification fires only for a row
+        # actually written, when the transaction commits).
+        wakes = status == "pending" and run_type in CLAIMABLE_RUN_TYPES
+        returned = (AgentRun, notify_value(RUN_PENDING, AgentRun.id)) if wakes else (AgentRun,)
+        stmt = row.returning(*returned)
         try:
             async with self.session.begin_nested():
-                inserted = (await self.session.execute(stmt)).scalar_one_or_none()
+                inserted = (await self.session.execute(stmt)).first()
         except IntegrityError as exc:
             if "uq_agent_runs_one_active_per_thread" in str(exc.orig):
                 raise ActiveRunExists("this thread already has an active run") from exc
             raise
         if inserted is not None:
-            if status == "pending" and run_type in CLAIMABLE_RUN_TYPES:
-                await self.session.execute(notify(RUN_PENDING, inserted.id))  # wakes a worker
-            return inserted, True
+            run: AgentRun = inserted[0]
+            return run, True
         existing = (
-            await self.session.execute(
-                select(AgentRun).where(AgentRun.uid == uid, AgentRun.request_id == request_id)
-            )
+            await self.session.execute(_BY_REQUEST, {"uid": uid, "request_id": request_id})
         ).scalar_one()
         if existing.conversation_thread_id != thread_id:
             raise Conflict("request_id was already used for another thread")
@@ -145,10 +189,8 @@ class AgentRunRepository:
         return await self.session.get(AgentRun, run_id, populate_existing=True)
 
     async def get_by_request(self, uid: str, request_id: str) -> AgentRun | None:
-        row = await self.session.execute(
-            select(AgentRun).where(AgentRun.uid == uid, AgentRun.request_id == request_id)
-        )
-        return row.scalar_one_or_none()
+        params = {"uid": uid, "request_id": request_id}
+        return (await self.session.execute(_BY_REQUEST, params)).scalar_one_or_none()
 
     async def get_by_requests(self, uid: str, request_ids: list[str]) -> list[AgentRun]:
         """The user's runs holding any of ``request_ids`` (the unique ``(uid, request_id)``
@@ -162,17 +204,8 @@ class AgentRunRepository:
 
     async def awaiting_approval(self, thread_id: str) -> bool:
         """Whether the thread's latest top-level run is interrupted with no decision yet."""
-        latest = (
-            await self.session.execute(
-                select(AgentRun.status)
-                .where(
-                    AgentRun.conversation_thread_id == thread_id,
-                    AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES),
-                )
-                .order_by(AgentRun.created_at.desc(), AgentRun.id.desc())
-                .limit(1)
-            )
-        ).scalar_one_or_none()
+        params = {"thread_id": thread_id}
+        latest = (await self.session.execute(_LATEST_STATUS, params)).scalar_one_or_none()
         return latest == "interrupted"
 
     async def cancel_pending(self, run_id: str) -> bool:
@@ -297,19 +330,14 @@ class AgentRunRepository:
         )
         return (await self.session.execute(stmt)).scalar_one_or_none() is not None
 
-    async def previous_top_level_run(self, thread_id: str, run_id: str) -> AgentRun | None:
-        """The newest chat/resume run of the thread other than ``run_id``."""
-        stmt = (
-            select(AgentRun)
-            .where(
-                AgentRun.conversation_thread_id == thread_id,
-                AgentRun.id != run_id,
-                AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES),
-            )
-            .order_by(AgentRun.created_at.desc(), AgentRun.id.desc())
-            .limit(1)
-        )
-        return (await self.session.execute(stmt)).scalar_one_or_none()
+    async def previous_top_level_run(
+        self, uid: str, thread_id: str, run_id: str
+    ) -> PreviousRun | None:
+        """How the newest chat/resume run of ``uid``'s thread other than ``run_id`` ended, and
+        whether the thread has tool calls still open, in one statement (None: no such run)."""
+        params = {"uid": uid, "thread_id": thread_id, "run_id": run_id}
+        row = (await self.session.execute(_PREVIOUS_RUN, params)).one_or_none()
+        return None if row is None else PreviousRun(row.status, row.error_code, row.open_calls)
 
     async def request_cancel(self, uid: str, run_id: str) -> bool:
         stmt = (

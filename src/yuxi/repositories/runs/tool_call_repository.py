@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import String, Table, bindparam, insert, select, update
+from sqlalchemy import ColumnElement, String, Table, and_, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import Conversation, Message, ToolCall
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.errors import NotFound
 
-__all__ = ["ToolCallRepository"]
+__all__ = ["ToolCallRepository", "open_in_thread"]
 
 
 # The statements a run's record makes on every tool call, built once with bind parameters on the
@@ -49,14 +49,22 @@ _FINISH = PrebuiltStatement(
 )
 _UID = bindparam("uid", type_=String)
 _THREAD_ID = bindparam("thread_id", type_=String)
-_THREAD_MESSAGES = (
-    select(Message.id)
-    .join(Conversation, Conversation.id == Message.conversation_id)
-    .where(Conversation.thread_id == _THREAD_ID, Conversation.uid == _UID)
-)
+
+
+def open_in_thread(uid: Any, thread_id: Any) -> ColumnElement[bool]:
+    """THE "tool call still open in the user's thread" condition over ``tool_calls``: pending,
+    on a message of the thread. ``uid`` and ``thread_id`` are values or bind parameters."""
+    messages = (
+        select(Message.id)
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .where(Conversation.thread_id == thread_id, Conversation.uid == uid)
+    )
+    return and_(_CALLS.status == "pending", _CALLS.message_id.in_(messages))
+
+
 _CLOSE_PENDING = PrebuiltStatement(
     update(_TABLE)
-    .where(_CALLS.status == "pending", _CALLS.message_id.in_(_THREAD_MESSAGES))
+    .where(open_in_thread(_UID, _THREAD_ID))
     .values(
         status="error",
         error=bindparam("error", type_=_CALLS.error.type),

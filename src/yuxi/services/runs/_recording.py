@@ -68,11 +68,14 @@ class RunRecord:
         """Close the thread's tool calls an earlier run left open (cancelled, failed, lease
         lost, crashed) and say how that run ended (None: no run did)."""
         identity, uow = self._identity, self._uow
-        previous = await uow.runs.previous_top_level_run(identity.thread_id, identity.run_id)
+        previous = await uow.runs.previous_top_level_run(
+            identity.uid, identity.thread_id, identity.run_id
+        )
         if previous is None:
             return None
         why = not_completed(previous.status, previous.error_code)
-        await uow.tool_calls.close_pending(identity.uid, identity.thread_id, why)
+        if previous.open_calls:  # read with the previous run: no update when none is open
+            await uow.tool_calls.close_pending(identity.uid, identity.thread_id, why)
         return why
 
     async def tool_calls(self, content: str, calls: Sequence[ProposedToolCall]) -> None:
