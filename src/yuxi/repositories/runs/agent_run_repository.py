@@ -225,13 +225,6 @@ class AgentRunRepository:
         )
         return row.scalar_one_or_none()
 
-    async def owned_status(self, uid: str, run_id: str) -> str | None:
-        """The run's status if ``uid`` owns it (None: not theirs, or gone)."""
-        row = await self.session.execute(
-            select(AgentRun.status).where(AgentRun.id == run_id, AgentRun.uid == uid)
-        )
-        return row.scalar_one_or_none()
-
     # -- the lease ----------------------------------------------------------------------------
 
     async def claim_next(self, *, lease_seconds: float) -> AgentRun | None:

@@ -127,15 +127,6 @@ class RunEventRepository:
         events = [StreamedEvent(r.seq, r.event_type, r.data) for r in rows if r.seq is not None]
         return rows[0].status, events
 
-    async def list_after(self, run_id: str, after_seq: int = 0, limit: int = 500) -> list[RunEvent]:
-        rows = await self.session.execute(
-            select(RunEvent)
-            .where(RunEvent.run_id == run_id, RunEvent.seq > after_seq)
-            .order_by(RunEvent.seq)
-            .limit(limit)
-        )
-        return list(rows.scalars())
-
     async def latest_seqs(self, run_ids: Sequence[str]) -> dict[str, int]:
         """The last event seq of each run in ``run_ids`` that has events (one statement)."""
         rows = await self.session.execute(
