@@ -219,3 +219,37 @@ async def test_resume_reads_the_interrupted_action_requests(container: Container
         )
         == []
     )
+
+
+@pytest.mark.parametrize("how", ["deleted", "another user's"])
+async def test_a_step_whose_thread_is_gone_writes_nothing(container: Container, how: str) -> None:
+    """A message names the run's thread by its id and owner in the statement that appends it:
+    a thread that is gone (or no longer the run's user's) ends the step with LeaseLost, and
+    nothing of the step is written — not the message, not its event, not the thread touched."""
+    claimed = await _claimed(container)
+    identity, runs = claimed.identity, container.services.runs
+    thread = {"t": identity.thread_id}
+    if how == "deleted":
+        await sql(container, "DELETE FROM conversations WHERE thread_id = :t", **thread)
+    else:
+        other = await make_user(container, name="other")
+        await sql(
+            container, "UPDATE conversations SET uid = :o WHERE thread_id = :t", o=other, **thread
+        )
+    before = await _rows(
+        container, "SELECT updated_at FROM conversations WHERE thread_id = :t", **thread
+    )
+    events = "SELECT count(*) FROM run_events WHERE run_id = :r"
+    count = (await _rows(container, events, r=identity.run_id))[0][0]
+    with pytest.raises(LeaseLost):
+        await runs.record_reply(identity, "the answer qzxgone")
+    assert (await _rows(container, events, r=identity.run_id))[0][0] == count
+    assert (
+        await _rows(container, "SELECT 1 FROM messages WHERE content = 'the answer qzxgone'") == []
+    )
+    assert (
+        await _rows(
+            container, "SELECT updated_at FROM conversations WHERE thread_id = :t", **thread
+        )
+        == before
+    )
