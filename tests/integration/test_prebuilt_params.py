@@ -26,8 +26,10 @@ async def test_the_driver_gets_what_core_would_send(engine: AsyncEngine) -> None
         literal(True).label("flag"),
         literal({"k": "记忆", "n": 1}, JSONB).label("doc"),
         (bindparam("n", type_=Integer()) + 1).label("n1"),
+        bindparam("given", type_=JSONB()).label("given"),
     )
-    params = {"uid": "用户-qzx", "n": 41}
+    # A caller's JSON document goes through its type's processor, as in Core.
+    params = {"uid": "用户-qzx", "n": 41, "given": {"记": [1, None]}}
     sent: list[dict[str, Any]] = []
 
     def on_statement(conn: Any, cursor: Any, sql: str, parameters: Any, *rest: Any) -> None:
@@ -44,3 +46,4 @@ async def test_the_driver_gets_what_core_would_send(engine: AsyncEngine) -> None
     assert _plain(sent[1]) == _plain(sent[0])
     assert tuple(prebuilt) == tuple(core)
     assert prebuilt.doc == {"k": "记忆", "n": 1} and prebuilt.n1 == 42 and prebuilt.flag is True
+    assert prebuilt.given == {"记": [1, None]}

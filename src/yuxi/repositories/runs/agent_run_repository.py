@@ -4,7 +4,7 @@ A run is claimed by exactly one worker at a time. Each claim writes a fresh ``wo
 a lease that ends at ``lease_expires_at``; the owner renews it with heartbeats. Every check of
 "is this lease still alive?" is :func:`owned_live_lease`, made **by the database clock**
 (``now()``), never the app's: app servers' clocks drift, the database is the one clock every
-worker shares. The lease statements themselves are built in :mod:`._run_lease`.
+worker shares. The lease statements themselves are built in :mod:`._lease`.
 
 Never commits: the service that calls it owns the transaction. ``now()`` is the transaction start
 time, so callers keep lease transactions short.
