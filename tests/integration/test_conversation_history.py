@@ -449,7 +449,9 @@ async def test_tool_call_budgets(container: Container) -> None:
                 status="pending",
             )
             calls.append(call)
-        await ToolCallRepository(s).finish(calls[-1], output="done " * 3000, status="success")
+        assert await ToolCallRepository(s).finish_in_thread(
+            alice, conv.thread_id, "call_11", output="done " * 3000, status="success"
+        )
         await repo.add_message(conv, role="assistant", content="finished")
     view = await read(container, alice, conv.thread_id, include_tools=True)
     items = view["tool_calls"]
@@ -752,6 +754,10 @@ async def test_conversation_crud(container: Container) -> None:
         messages = await repo.list_messages(a.id)
         assert [x.content for x in messages] == ["hi"]
         call = await ToolCallRepository(s).add(msg.id, tool_call_id="c", name="n", input=None)
-        await ToolCallRepository(s).finish(call, output="ok", status="success")
+        assert call > 0
+        calls = ToolCallRepository(s)
+        assert await calls.finish_in_thread(alice, "thread-a", "c", output="ok", status="success")
+        assert not await calls.finish_in_thread(bob, "thread-a", "c", output="x", status="error")
+        assert not await calls.finish_in_thread(alice, "thread-a", "d", output="x", status="error")
         (stored,) = (await ToolCallRepository(s).list_for_messages([msg.id]))[msg.id]
         assert stored.status == "success" and stored.output == "ok"

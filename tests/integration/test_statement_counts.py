@@ -90,8 +90,9 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     the run's start (``running`` event, the memory snapshot, how the thread's previous run
     ended read with whether it left calls open — none here, so no update closes them);
     the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
-    the tool's step (message, ToolCall row finished, ``tool_end``); the last step and the end
-    (token text, reply message, ``message`` and ``run_status`` events, the run row settled).
+    the tool's step (message, ToolCall row found and finished in one statement, ``tool_end``);
+    the last step and the end (token text, reply message, ``message`` and ``run_status``
+    events, the run row settled).
     Each fenced transaction checks the lease once; a message names its thread in the statement
     that appends it and touches the thread (no read of the thread's row, no second statement).
     """
@@ -102,11 +103,11 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
-        "statements": 24,
+        "statements": 23,
         "transactions": 6,
         "commits": 6,
         "rollbacks": 0,
-        "round_trips": 36,
+        "round_trips": 35,
         "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
     }, seen.statements
     # Each of the three messages (tool call, tool result, reply) is one statement.

@@ -15,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import Conversation, Message, ToolCall
 from yuxi.db.prebuilt import PrebuiltStatement
-from yuxi.errors import NotFound
 
 __all__ = ["ToolCallRepository", "open_in_thread"]
 
@@ -31,16 +30,6 @@ _ADD = PrebuiltStatement(
         tool_call_id=bindparam("tool_call_id", type_=_CALLS.tool_call_id.type),
         name=bindparam("name", type_=_CALLS.name.type),
         input=bindparam("input", type_=_CALLS.input.type),
-        output=bindparam("output", type_=_CALLS.output.type),
-        status=bindparam("status", type_=_CALLS.status.type),
-        error=bindparam("error", type_=_CALLS.error.type),
-    )
-    .returning(_CALLS.id)
-)
-_FINISH = PrebuiltStatement(
-    update(_TABLE)
-    .where(_CALLS.id == bindparam("pk", type_=_CALLS.id.type))
-    .values(
         output=bindparam("output", type_=_CALLS.output.type),
         status=bindparam("status", type_=_CALLS.status.type),
         error=bindparam("error", type_=_CALLS.error.type),
@@ -72,18 +61,39 @@ _CLOSE_PENDING = PrebuiltStatement(
     )
     .returning(_CALLS.id)
 )
-_FIND_IN_THREAD = PrebuiltStatement(
-    select(ToolCall.id)
-    .join(Message, Message.id == ToolCall.message_id)
-    .join(Conversation, Conversation.id == Message.conversation_id)
-    .where(
-        Conversation.thread_id == _THREAD_ID,
-        Conversation.uid == _UID,
-        ToolCall.tool_call_id == bindparam("tool_call_id", type_=String),
+
+
+def _finish_in_thread() -> PrebuiltStatement:
+    """Finish the newest ToolCall row with ``tool_call_id`` in the user's thread, found and
+    updated in one statement: ``UPDATE tool_calls … WHERE id = (SELECT the newest …)``. The
+    row may have been proposed by an earlier run of the thread (approval → resume)."""
+    newest = _TABLE.alias("newest")
+    found = (
+        select(newest.c.id)
+        .join(Message, Message.id == newest.c.message_id)
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .where(
+            Conversation.thread_id == _THREAD_ID,
+            Conversation.uid == _UID,
+            newest.c.tool_call_id == bindparam("tool_call_id", type_=String),
+        )
+        .order_by(newest.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
     )
-    .order_by(ToolCall.id.desc())
-    .limit(1)
-)
+    return PrebuiltStatement(
+        update(_TABLE)
+        .where(_CALLS.id == found)
+        .values(
+            output=bindparam("output", type_=_CALLS.output.type),
+            status=bindparam("status", type_=_CALLS.status.type),
+            error=bindparam("error", type_=_CALLS.error.type),
+        )
+        .returning(_CALLS.id)
+    )
+
+
+_FINISH_IN_THREAD = _finish_in_thread()
 
 
 class ToolCallRepository:
@@ -113,27 +123,33 @@ class ToolCallRepository:
         }
         return int((await _ADD.one(self.session, params)).id)
 
-    async def finish(
-        self, tool_call_pk: int, *, output: str | None, status: str, error: str | None = None
-    ) -> None:
-        params = {"pk": tool_call_pk, "output": output, "status": status, "error": error}
-        if await _FINISH.first(self.session, params) is None:
-            raise NotFound("tool call not found")
-
     async def close_pending(self, uid: str, thread_id: str, error: str) -> int:
         """Mark every still-pending tool call of the user's thread as failed with ``error``
         (their run ended before they did); the number of calls closed."""
         params = {"uid": uid, "thread_id": thread_id, "error": error}
         return len(await _CLOSE_PENDING.all(self.session, params))
 
-    async def find_in_thread(self, uid: str, thread_id: str, tool_call_id: str) -> int | None:
-        """The newest ToolCall row with ``tool_call_id`` in the user's thread (its primary key).
-
-        A tool call may have been proposed by an earlier run of the thread (approval → resume).
-        """
-        params = {"uid": uid, "thread_id": thread_id, "tool_call_id": tool_call_id}
-        row = await _FIND_IN_THREAD.first(self.session, params)
-        return None if row is None else int(row.id)
+    async def finish_in_thread(
+        self,
+        uid: str,
+        thread_id: str,
+        tool_call_id: str,
+        *,
+        output: str | None,
+        status: str,
+        error: str | None = None,
+    ) -> bool:
+        """Finish the newest ToolCall row with ``tool_call_id`` in the user's thread (even one
+        an earlier run of the thread proposed). False: the thread has no such call."""
+        params = {
+            "uid": uid,
+            "thread_id": thread_id,
+            "tool_call_id": tool_call_id,
+            "output": output,
+            "status": status,
+            "error": error,
+        }
+        return await _FINISH_IN_THREAD.first(self.session, params) is not None
 
     async def list_for_messages(self, message_ids: Sequence[int]) -> dict[int, list[ToolCall]]:
         """The tool calls of the given messages, in one query, grouped by message id (by id).

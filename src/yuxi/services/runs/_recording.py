@@ -103,16 +103,14 @@ class RunRecord:
             message_type="tool_result",
             metadata={"tool_call_id": outcome.tool_call_id, "name": outcome.name},
         )
-        pk = await uow.tool_calls.find_in_thread(
-            identity.uid, identity.thread_id, outcome.tool_call_id
+        await uow.tool_calls.finish_in_thread(
+            identity.uid,
+            identity.thread_id,
+            outcome.tool_call_id,
+            output=outcome.content,
+            status=outcome.status,
+            error=outcome.content if outcome.status == "error" else None,
         )
-        if pk is not None:
-            await uow.tool_calls.finish(
-                pk,
-                output=outcome.content,
-                status=outcome.status,
-                error=outcome.content if outcome.status == "error" else None,
-            )
         shown, cut = truncate_utf8(outcome.content, EVENT_TEXT_BYTES)
         await self.event(
             "tool_end",
