@@ -86,7 +86,7 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     """A chat run of a thread's second turn, as in B8: a ``remember_memory`` call, then a reply.
 
     Transactions, one line each: the claim (one statement: the claimed row comes back with
-    the update); the memory switch read (one statement, no transaction block: ``one_read``);
+    the update); the memory switch read (one statement, no transaction block: ``one_statement``);
     the run's start (``running`` event, the memory snapshot, how the thread's previous run
     ended read with whether it left calls open — none here, so no update closes them);
     the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
@@ -176,9 +176,11 @@ async def test_the_counts_see_what_they_count(container: Container) -> None:
     assert (len(seen.statements), seen.begins, seen.commits) == (4, 2, 2)
 
 
-async def test_one_reads_send_one_statement_and_no_transaction(container: Container) -> None:
+async def test_one_statement_blocks_send_one_statement_and_no_transaction(
+    container: Container,
+) -> None:
     """What a stream's page, a request's authentication and a run's status ask of the server:
-    one statement each, in no transaction block (``UnitOfWorkFactory.one_read``) — no
+    one statement each, in no transaction block (``UnitOfWorkFactory.one_statement``) — no
     ``BEGIN`` before it, no ``ROLLBACK`` after."""
     uid = await make_user(container)
     chat, users = container.services.chat, container.services.users
@@ -193,13 +195,13 @@ async def test_one_reads_send_one_statement_and_no_transaction(container: Contai
     assert (len(seen.statements), seen.round_trips) == (3, 3), seen.statements
 
 
-async def test_a_one_read_block_is_outside_any_transaction(container: Container) -> None:
-    """The server's side of it: while a ``one_read`` block runs, its connection is idle (no
+async def test_a_one_statement_block_is_outside_any_transaction(container: Container) -> None:
+    """The server's side of it: while a ``one_statement`` block runs, its connection is idle (no
     transaction open on it), where an ordinary block's is in a transaction."""
 
     async def status(autocommit: bool) -> object:
         factory = container.uow
-        async with factory.one_read() if autocommit else factory() as uow:
+        async with factory.one_statement() if autocommit else factory() as uow:
             await uow.users.memory_enabled("nobody")
             connection = await uow.users.session.connection()
             raw = await connection.get_raw_connection()

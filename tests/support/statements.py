@@ -53,7 +53,7 @@ def counting(engine: AsyncEngine) -> Iterator[Counts]:
     def on_statement(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         seen.statements.append(_flat(statement))
 
-    # A connection in autocommit (``UnitOfWorkFactory.one_read``) sends no BEGIN, COMMIT or
+    # A connection in autocommit (``UnitOfWorkFactory.one_statement``) sends no BEGIN, COMMIT or
     # ROLLBACK: SQLAlchemy's transaction on it is its own bookkeeping, not a round trip.
     def sent(conn: Any) -> bool:
         return bool(conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT")

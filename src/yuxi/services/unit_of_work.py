@@ -11,12 +11,14 @@ Leaving the block without :meth:`UnitOfWork.commit` rolls back (a read-only bloc
 commit). A transaction-scoped advisory lock taken inside (``pg_advisory_xact_lock``) is held
 until the block commits or rolls back.
 
-A block that makes exactly one statement, a read, may be opened with
-:meth:`UnitOfWorkFactory.one_read` instead: its statement runs outside a transaction block
-(autocommit), so neither ``BEGIN`` nor ``ROLLBACK`` is sent. A single statement is atomic and
-reads one snapshot whether or not a transaction block surrounds it, so such a read sees exactly
-what the same statement would in a transaction of its own; a block of two statements, or one
-that writes, must not use it (each statement would commit, and see, on its own).
+A block that makes exactly one statement may be opened with
+:meth:`UnitOfWorkFactory.one_statement` instead: its statement runs outside a transaction block
+(autocommit), so neither ``BEGIN`` nor ``COMMIT``/``ROLLBACK`` is sent. A single statement is
+atomic and sees one snapshot whether or not a transaction block surrounds it, so it does exactly
+what it would in a transaction of its own: a read sees the same rows, a write (one
+``UPDATE … RETURNING``, say) is all or nothing and commits as it ends — its locks last only as
+long as the statement. A block of two statements must not use it (each would commit, and see,
+on its own), nor one whose statement must hold a lock past its end.
 
 Every write goes through it, an agent's memory write included (``uow.memory_gate``, then
 ``uow.memory_versions.record``): one kind of transaction, one set of error and cancellation
@@ -61,8 +63,8 @@ def _disk_full(exc: BaseException | None) -> bool:
 
 
 class UnitOfWork:
-    """One transaction (a ``one_read`` block: one statement) and its repositories, each made
-    on first use in the block (a block uses few of them)."""
+    """One transaction (a ``one_statement`` block: one statement, autocommit) and its
+    repositories, each made on first use in the block (a block uses few of them)."""
 
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], *, autocommit: bool = False
@@ -188,8 +190,8 @@ class UnitOfWorkFactory:
     def __call__(self) -> UnitOfWork:
         return UnitOfWork(self._sessions)
 
-    def one_read(self) -> UnitOfWork:
-        """A unit of work for exactly one statement that only reads, sent without a
+    def one_statement(self) -> UnitOfWork:
+        """A unit of work for exactly one statement, a read or a write, sent without a
         transaction block (see the module's docstring)."""
         return UnitOfWork(self._sessions, autocommit=True)
 

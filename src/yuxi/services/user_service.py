@@ -161,7 +161,7 @@ class UserService:
         (unknown, revoked or expired)."""
         if not _well_formed(token):
             raise Unauthorized("invalid token")
-        async with self._uow.one_read() as uow:
+        async with self._uow.one_statement() as uow:
             uid = await uow.tokens.uid_for_token(token)
         if uid is None:
             raise Unauthorized("invalid token")

@@ -335,7 +335,7 @@ class ChatService:
     # -- reading runs -------------------------------------------------------------------------
 
     async def get_run(self, uid: str, run_id: str) -> AgentRun:
-        async with self._uow.one_read() as uow:
+        async with self._uow.one_statement() as uow:
             run = await uow.runs.get_owned(uid, run_id)
         if run is None:
             raise NotFound("run not found")
@@ -354,7 +354,7 @@ class ChatService:
         ``after_seq``, read in one statement (one snapshot), so a settled status means every
         event of the run is among those read (a run settles in the transaction that records its
         last event). Another user's run, or one that is gone, is NotFound."""
-        async with self._uow.one_read() as uow:
+        async with self._uow.one_statement() as uow:
             page = await uow.events.owned_page(uid, run_id, after_seq, limit)
         if page is None:
             raise NotFound("run not found")

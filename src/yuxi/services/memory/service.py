@@ -150,7 +150,7 @@ class MemoryService:
     # -- read side ----------------------------------------------------------------------------
 
     async def memory_enabled(self, uid: str) -> bool:
-        async with self._uow.one_read() as uow:
+        async with self._uow.one_statement() as uow:
             return await uow.users.memory_enabled(uid)
 
     async def load_memory_snapshot(self, uid: str) -> MemorySnapshot | None:
