@@ -70,6 +70,21 @@ async def test_concurrent_claims_never_share_a_run(container: Container) -> None
     assert len({worker for _, worker in claimed}) == 10  # a fresh token per claim
 
 
+async def test_a_claim_says_whether_others_are_pending(container: Container) -> None:
+    """``more_pending``: another claimable run was pending when this one was claimed (a SubAgent
+    run, never claimable, does not count)."""
+    uid = await make_user(container)
+    for i in range(2):
+        await _create(container, uid, await make_thread(container, uid), f"r{i}")
+    await _create(container, uid, await make_thread(container, uid), "sub", run_type="subagent")
+    seen = []
+    for _ in range(3):
+        async with container.session_factory() as s, s.begin():
+            run = await AgentRunRepository(s).claim_next(lease_seconds=30)
+            seen.append(None if run is None else run.more_pending)
+    assert seen == [True, False, None]
+
+
 async def test_subagent_runs_are_never_claimed_by_workers(container: Container) -> None:
     uid = await make_user(container)
     await _create(container, uid, await make_thread(container, uid), "sub", run_type="subagent")

@@ -109,6 +109,43 @@ async def test_a_pending_run_wakes_an_idle_worker_without_its_poll(container: Co
         assert worker.stats.claimed == 1
 
 
+async def test_a_run_costs_one_claim_and_a_freed_slot_does_not_look_in_vain(
+    container: Container,
+) -> None:
+    """Runs one at a time: each is claimed by the one claim its notification prompts, and the
+    claim (seeing nobody else pending) makes the worker wait again, so neither the look after
+    a claim nor a slot freed by a finished run sends a claim that finds nothing."""
+    uid = await make_user(container)
+    async with (
+        open_notifications(container) as hub,
+        running(container, hub, poll_seconds=NEVER) as worker,
+    ):
+        missed = worker.stats.missed  # the look at start-up found nothing
+        for i in range(3):
+            run_id = await _submit(container, uid, f"hello {i}")
+            assert await _settled(container, uid, run_id) == "completed"
+            await _until("the worker to be idle again", lambda: worker.idle)
+        assert worker.stats.claimed == 3
+        assert worker.stats.missed == missed
+
+
+async def test_runs_already_pending_are_claimed_back_to_back(container: Container) -> None:
+    """Three runs pending when the worker starts: each claim sees the others pending, so the
+    worker claims the next at once, and the last claim (nobody else pending) lets it rest:
+    no claim finds nothing."""
+    uid = await make_user(container)
+    run_ids = [await _submit(container, uid, f"hello {i}") for i in range(3)]
+    async with (
+        open_notifications(container) as hub,
+        running(container, hub, poll_seconds=NEVER) as worker,
+    ):
+        for run_id in run_ids:
+            assert await _settled(container, uid, run_id) == "completed"
+        assert worker.stats.claimed == 3
+        assert worker.stats.missed == 0
+        assert worker.stats.woken == 0  # no notification was needed
+
+
 async def test_without_a_listener_the_safety_poll_still_runs_the_work(
     container: Container,
 ) -> None:

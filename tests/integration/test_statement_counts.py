@@ -85,8 +85,9 @@ def _profile(seen: Counts) -> dict[str, int]:
 async def test_a_chat_run_with_a_memory_write(container: Container, counted_worker: Worker) -> None:
     """A chat run of a thread's second turn, as in B8: a ``remember_memory`` call, then a reply.
 
-    Transactions, one line each: the claim (one statement: the claimed row comes back with
-    the update); the memory switch read (one statement, no transaction block: ``one_statement``);
+    Transactions, one line each: the claim (one statement, no transaction block:
+    ``one_statement``; the claimed row comes back with the update); the memory switch read
+    (one statement, no transaction block);
     the run's start (``running`` event, the memory snapshot, how the thread's previous run
     ended read with whether it left calls open — none here, so no update closes them);
     the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
@@ -104,10 +105,10 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     )
     assert _profile(seen) == {
         "statements": 23,
-        "transactions": 6,
-        "commits": 6,
+        "transactions": 5,
+        "commits": 5,
         "rollbacks": 0,
-        "round_trips": 35,
+        "round_trips": 33,
         "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
     }, seen.statements
     # Each of the three messages (tool call, tool result, reply) is one statement.
@@ -128,18 +129,18 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
 
 
 async def test_a_chat_run_without_tools(container: Container, counted_worker: Worker) -> None:
-    """A plain reply: no tool call, no memory write, no tool result. Transactions: the claim,
-    the start, the reply with the end (and the switch read, a statement of its own)."""
+    """A plain reply: no tool call, no memory write, no tool result. Transactions: the start,
+    the reply with the end (the claim and the switch read are statements of their own)."""
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
     seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
     assert _profile(seen) == {
         "statements": 13,
-        "transactions": 3,
-        "commits": 3,
+        "transactions": 2,
+        "commits": 2,
         "rollbacks": 0,
-        "round_trips": 19,
+        "round_trips": 17,
         "events": 5,  # running, memory_snapshot, token, message, completed
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer

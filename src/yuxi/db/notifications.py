@@ -79,6 +79,12 @@ class Subscription:
     def wake(self) -> None:
         self._flag.set()
 
+    def take(self) -> bool:
+        """Whether a wake-up is pending, without waiting; clears it."""
+        woken = self._flag.is_set()
+        self._flag.clear()
+        return woken
+
     def clear(self) -> None:
         """Forget a pending wake-up (call it before re-reading the table)."""
         self._flag.clear()

@@ -79,6 +79,8 @@ class LoopLag:
 @dataclass
 class WorkerStats:
     claimed: int = 0
+    #: Claims that found nothing to run (each one statement spent in vain).
+    missed: int = 0
     finished: int = 0
     lost: int = 0
     reconciled: int = 0
@@ -125,7 +127,9 @@ class Worker:
 
     async def claim(self) -> ClaimedRun | None:
         claimed = await self.runs.claim_next()
-        if claimed is not None:
+        if claimed is None:
+            self.stats.missed += 1
+        else:
             self.stats.claimed += 1
         return claimed
 
@@ -233,27 +237,39 @@ class Worker:
         freed = asyncio.Event()
         loop = asyncio.get_running_loop()
         next_reconcile = loop.time()
+        # Whether a pending run may be waiting: at the start, after a pending-run notification
+        # or a poke, after the poll's timer, and after a claim that saw others pending. A claim
+        # that finds nothing, or one that saw nobody else pending, clears it, so a slot that
+        # frees does not claim in vain: a run costs one claim statement (the notification of
+        # a run submitted meanwhile is kept by ``pending`` and sets it again).
+        look = True
         try:
             while not stop.is_set():
                 try:
                     if poll_seconds is not None and loop.time() >= next_reconcile:
                         next_reconcile = loop.time() + poll_seconds
                         await self.reconcile()
-                    if self._may_claim():
+                        look = True
+                    if pending is not None and pending.take():
+                        look = True
+                    if look and self._may_claim():
                         claimed = await self.claim()
+                        look = claimed is not None and claimed.more_pending
                         if claimed is not None:
-                            if hub is not None:  # there may be more: idle siblings look too
+                            if look and hub is not None:  # idle siblings look too
                                 hub.wake_channel(RUN_PENDING)
                             self._start(claimed, freed)
-                            continue  # and so do we, at once
+                            continue  # and so do we, at once, if others were pending
                 except asyncio.CancelledError:
                     raise
                 except Exception:
+                    look = True  # the claim may not have run: look again at the next wake-up
                     _log.exception("%s: unexpected error; continuing", self.name)
                 wait = None if poll_seconds is None else max(0.0, next_reconcile - loop.time())
                 if self._lagging():  # look again soon: the lag is re-sampled meanwhile
                     wait = LAG_SAMPLE_SECONDS if wait is None else min(wait, LAG_SAMPLE_SECONDS)
-                await self._idle(stop, pending, freed, wait)
+                if await self._idle(stop, pending, freed, wait) or pending is None:
+                    look = True  # woken for work, or no listener: every wait ends in a look
             await asyncio.gather(*self.running, return_exceptions=True)
         except asyncio.CancelledError:
             for task in self.running:
@@ -312,10 +328,11 @@ class Worker:
         pending: Subscription | None,
         freed: asyncio.Event,
         seconds: float | None,
-    ) -> None:
+    ) -> bool:
         """Until ``stop``, a run of ours ends, ``seconds`` have passed or — with a slot free — a
         pending-run notification. With every slot taken a notification waits in ``pending``
-        (it is kept until the next wait) and the worker is not idle: nobody pokes it."""
+        (it is kept until the next wait or :meth:`Subscription.take`) and the worker is not
+        idle: nobody pokes it. True when a notification (or a poke) ended the wait."""
         free = self._may_claim()
         waits: list[asyncio.Future[bool]] = [
             asyncio.ensure_future(stop.wait()),
@@ -334,8 +351,10 @@ class Worker:
             await asyncio.gather(*waits, return_exceptions=True)
         if len(waits) > 2 and waits[2] in done:
             self.stats.woken += 1
-        elif not done:
+            return True
+        if not done:  # the poll's timer (``run_forever`` looks then) or the lag's re-check
             self.stats.polled += 1
+        return False
 
 
 async def run_pool(

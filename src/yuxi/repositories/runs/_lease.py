@@ -9,22 +9,27 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
     Interval,
     String,
+    Table,
     Update,
     and_,
     bindparam,
+    exists,
     func,
+    literal_column,
+    or_,
     select,
     update,
 )
 from sqlalchemy.orm import aliased
 
 from yuxi.db.models import AgentRun
+from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.vocabulary import (
     CLAIMABLE_RUN_TYPES,
     LEASE_EXPIRED,
@@ -57,13 +62,27 @@ def _lease_end(lease_seconds: float) -> Any:
     return func.now() + timedelta(seconds=lease_seconds)
 
 
+_TABLE = cast(Table, AgentRun.__table__)
+_RUNS = _TABLE.c
+
+
+def _claimable(runs: Any = _RUNS) -> ColumnElement[bool]:
+    """A pending chat/resume run: what a worker may claim.
+
+    The values are SQL literals, not bind parameters: a prepared statement's generic plan can
+    use the partial index ``ix_agent_runs_claimable`` (``WHERE status = 'pending'``) only when
+    the statement says ``'pending'`` itself."""
+    types = or_(*(runs.run_type == literal_column(f"'{t}'") for t in CLAIMABLE_RUN_TYPES))
+    return and_(runs.status == literal_column("'pending'"), types)
+
+
 def _oldest_pending() -> Any:
     """The oldest pending chat/resume run; ``FOR UPDATE SKIP LOCKED`` lets many workers claim
     concurrently without blocking on or double-claiming the same row."""
     return (
-        select(AgentRun.id)
-        .where(AgentRun.status == "pending", AgentRun.run_type.in_(CLAIMABLE_RUN_TYPES))
-        .order_by(AgentRun.created_at, AgentRun.id)
+        select(_RUNS.id)
+        .where(_claimable())
+        .order_by(_RUNS.created_at, _RUNS.id)
         .limit(1)
         .with_for_update(skip_locked=True)
         .scalar_subquery()
@@ -73,31 +92,53 @@ def _oldest_pending() -> Any:
 def _pending() -> Any:
     """The pending run ``b_candidate``, skipped if another worker is claiming it."""
     return (
-        select(AgentRun.id)
-        .where(AgentRun.id == bindparam("b_candidate", type_=String), AgentRun.status == "pending")
+        select(_RUNS.id)
+        .where(_RUNS.id == bindparam("b_candidate", type_=String), _RUNS.status == "pending")
         .with_for_update(skip_locked=True)
         .scalar_subquery()
     )
 
 
-def _claim(candidate: Any) -> Update:
-    """Start the candidate run for the worker token ``b_worker`` with a lease of ``b_lease``.
-    ``RETURNING`` the whole row (the ORM entity, refreshed in the session), so a claim is one
-    statement. Built once: parameter names differ from the columns' (SQLAlchemy keeps those for
-    its own SET values)."""
-    return (
-        update(AgentRun)
-        .where(AgentRun.id == candidate)
+#: What a claim returns: what executing the run needs (:func:`~yuxi.services.runs._records.
+#: claimed_run`), and ``more_pending`` — whether another claimable run was pending when this
+#: one was claimed (the statement's snapshot; rows other workers are claiming count too). A
+#: worker looks again at once only then; otherwise it waits for the next pending-run
+#: notification, so a run costs one claim, not a claim plus an empty one.
+CLAIM_COLUMNS = (
+    "id",
+    "uid",
+    "conversation_thread_id",
+    "request_id",
+    "worker_id",
+    "run_type",
+    "input_payload",
+    "attempt",
+    "created_by_run_id",
+    "more_pending",
+)
+
+
+def _claim(candidate: Any) -> PrebuiltStatement:
+    """Start the candidate run for the worker token ``b_worker`` with a lease of ``b_lease``,
+    in one statement on the table (no ORM entity), run prebuilt. Parameter names differ from
+    the columns' (SQLAlchemy keeps those for its own SET values)."""
+    other = _TABLE.alias("other")
+    others = select(other.c.id).where(_claimable(other.c), other.c.id != _RUNS.id).limit(1)
+    return PrebuiltStatement(
+        update(_TABLE)
+        .where(_RUNS.id == candidate)
         .values(
             status="running",
             worker_id=bindparam("b_worker", type_=String),
-            attempt=AgentRun.attempt + 1,
+            attempt=_RUNS.attempt + 1,
             heartbeat_at=func.now(),
             lease_expires_at=func.now() + bindparam("b_lease", type_=Interval),
-            started_at=func.coalesce(AgentRun.started_at, func.now()),
+            started_at=func.coalesce(_RUNS.started_at, func.now()),
         )
-        .returning(AgentRun)
-        .execution_options(populate_existing=True)
+        .returning(
+            *(_RUNS[name] for name in CLAIM_COLUMNS[:-1]),
+            exists(others).label("more_pending"),
+        )
     )
 
 

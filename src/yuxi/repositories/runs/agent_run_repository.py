@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import String, Table, bindparam, exists, func, select, update
+from sqlalchemy import Row, String, Table, bindparam, exists, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -227,15 +227,15 @@ class AgentRunRepository:
 
     # -- the lease ----------------------------------------------------------------------------
 
-    async def claim_next(self, *, lease_seconds: float) -> AgentRun | None:
-        """Claim the oldest pending chat/resume run for a fresh ``worker_id``."""
-        params = lease.claim_params(lease_seconds)
-        return (await self.session.execute(lease.CLAIM_NEXT, params)).scalar_one_or_none()
+    async def claim_next(self, *, lease_seconds: float) -> Row[Any] | None:
+        """Claim the oldest pending chat/resume run for a fresh ``worker_id``: a row of
+        :data:`~yuxi.repositories.runs._lease.CLAIM_COLUMNS`, or ``None``."""
+        return await lease.CLAIM_NEXT.first(self.session, lease.claim_params(lease_seconds))
 
-    async def claim(self, run_id: str, *, lease_seconds: float) -> AgentRun | None:
+    async def claim(self, run_id: str, *, lease_seconds: float) -> Row[Any] | None:
         """Claim one specific pending run (used by tests and by ``?wait`` fast paths)."""
         params = lease.claim_params(lease_seconds, run_id)
-        return (await self.session.execute(lease.CLAIM_ONE, params)).scalar_one_or_none()
+        return await lease.CLAIM_ONE.first(self.session, params)
 
     async def renew_lease(self, run_id: str, worker_id: str, *, lease_seconds: float) -> bool:
         """Extend the lease; only the owner of an unexpired lease can. False = lease lost."""

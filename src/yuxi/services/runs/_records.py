@@ -7,12 +7,9 @@ them as its public surface.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from yuxi.identity import RunIdentity
-
-if TYPE_CHECKING:
-    from yuxi.db.models import AgentRun
 
 __all__ = [
     "ClaimedRun",
@@ -39,6 +36,9 @@ class ClaimedRun:
     input_payload: dict[str, Any]
     attempt: int
     created_by_run_id: str | None
+    #: Whether another claimable run was pending when this one was claimed: the worker then
+    #: looks again at once (otherwise it waits for the next pending-run notification).
+    more_pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,8 @@ class ToolOutcome:
     status: str
 
 
-def claimed_run(row: AgentRun) -> ClaimedRun:
+def claimed_run(row: Any) -> ClaimedRun:
+    """The claim's returned row (:data:`~yuxi.repositories.runs._lease.CLAIM_COLUMNS`)."""
     assert row.worker_id is not None, "a claimed run has a worker"
     return ClaimedRun(
         identity=RunIdentity(
@@ -88,6 +89,7 @@ def claimed_run(row: AgentRun) -> ClaimedRun:
         input_payload=dict(row.input_payload or {}),
         attempt=row.attempt,
         created_by_run_id=row.created_by_run_id,
+        more_pending=bool(row.more_pending),
     )
 
 

@@ -67,20 +67,21 @@ class RunService:
     # -- claim, heartbeat, reconcile ----------------------------------------------------------
 
     async def claim_next(self) -> ClaimedRun | None:
-        """Claim the oldest pending chat/resume run for a fresh worker token."""
-        async with self._uow() as uow:
+        """Claim the oldest pending chat/resume run for a fresh worker token.
+
+        One ``UPDATE … RETURNING`` in autocommit (``one_statement``): it commits as it ends,
+        and nothing else belongs with it. A claim cut off by the worker's own cancellation may
+        still commit; its lease then runs out and reconciliation fails the run
+        (``worker_lease_expired``), as for a worker that died right after claiming."""
+        async with self._uow.one_statement() as uow:
             row = await uow.runs.claim_next(lease_seconds=self._lease_seconds)
-            claimed = None if row is None else claimed_run(row)
-            await uow.commit()
-        return claimed
+        return None if row is None else claimed_run(row)
 
     async def claim(self, run_id: str) -> ClaimedRun | None:
-        """Claim one specific pending run (tests, fast paths)."""
-        async with self._uow() as uow:
+        """Claim one specific pending run (tests, fast paths); one statement, as above."""
+        async with self._uow.one_statement() as uow:
             row = await uow.runs.claim(run_id, lease_seconds=self._lease_seconds)
-            claimed = None if row is None else claimed_run(row)
-            await uow.commit()
-        return claimed
+        return None if row is None else claimed_run(row)
 
     async def heartbeat(self, identity: RunIdentity) -> Heartbeat:
         """Renew the lease and read the cancel request, in one transaction."""
