@@ -86,8 +86,8 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     """A chat run of a thread's second turn, as in B8: a ``remember_memory`` call, then a reply.
 
     Transactions, one line each: the claim (one statement, no transaction block:
-    ``one_statement``; the claimed row comes back with the update); the memory switch read
-    (one statement, no transaction block);
+    ``one_statement``; the claimed row and the owner's memory switch come back with the
+    update);
     the run's start (``running`` event, the memory snapshot, how the thread's previous run
     ended read with whether it left calls open — none here, so no update closes them);
     the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
@@ -104,11 +104,11 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
-        "statements": 23,
+        "statements": 22,
         "transactions": 5,
         "commits": 5,
         "rollbacks": 0,
-        "round_trips": 33,
+        "round_trips": 32,
         "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
     }, seen.statements
     # Each of the three messages (tool call, tool result, reply) is one statement.
@@ -130,17 +130,18 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
 
 async def test_a_chat_run_without_tools(container: Container, counted_worker: Worker) -> None:
     """A plain reply: no tool call, no memory write, no tool result. Transactions: the start,
-    the reply with the end (the claim and the switch read are statements of their own)."""
+    the reply with the end (the claim, which reads the switch too, is a statement of its
+    own)."""
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
     seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
     assert _profile(seen) == {
-        "statements": 13,
+        "statements": 12,
         "transactions": 2,
         "commits": 2,
         "rollbacks": 0,
-        "round_trips": 17,
+        "round_trips": 16,
         "events": 5,  # running, memory_snapshot, token, message, completed
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer

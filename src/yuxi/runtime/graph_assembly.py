@@ -58,8 +58,11 @@ async def assemble_chatbot_graph(
     agent_input = await build_agent_input_context(
         workspace=workspace, identity=identity, base_prompt=CHAT_SYSTEM_PROMPT
     )
-    # The switch, re-queried for every new run: None when off (MEMORY.md is not opened).
-    snapshot = await services.memory.load_memory_snapshot(identity.uid)
+    # The switch as the claim that starts this run read it: off → no snapshot (MEMORY.md is
+    # not opened) and the graph without memory.
+    snapshot = (
+        await services.memory.read_memory_snapshot(identity.uid) if claimed.memory_enabled else None
+    )
     subagents = SubagentRunner(services.runs, runtime, workspace)
     context = RunContext(
         identity,

@@ -1,9 +1,9 @@
 """Main-agent long-term memory: the low-trust memory prompt and the four memory tools.
 
 Owner of the memory prompt and tool assembly (design.md §2, §4). Every new run (chat or
-resume) re-queries the user's ``enable_memory`` switch as it starts
-(``MemoryService.load_memory_snapshot``, which opens no file when it is off), and runs on the
-chatbot graph compiled for that answer:
+resume) reads the user's ``enable_memory`` switch again as it starts (in the statement that
+claims it; MEMORY.md is read only when it is on), and runs on the chatbot graph compiled for
+that answer:
 
 * switch off → the graph without this middleware: MEMORY.md is not opened and no memory tool
   exists in the run;

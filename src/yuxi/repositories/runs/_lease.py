@@ -20,6 +20,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     exists,
+    false,
     func,
     literal_column,
     or_,
@@ -28,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
-from yuxi.db.models import AgentRun
+from yuxi.db.models import AgentRun, UserConfig
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.vocabulary import (
     CLAIMABLE_RUN_TYPES,
@@ -100,10 +101,12 @@ def _pending() -> Any:
 
 
 #: What a claim returns: what executing the run needs (:func:`~yuxi.services.runs._records.
-#: claimed_run`), and ``more_pending`` — whether another claimable run was pending when this
+#: claimed_run`); ``more_pending`` — whether another claimable run was pending when this
 #: one was claimed (the statement's snapshot; rows other workers are claiming count too). A
 #: worker looks again at once only then; otherwise it waits for the next pending-run
-#: notification, so a run costs one claim, not a claim plus an empty one.
+#: notification, so a run costs one claim, not a claim plus an empty one; and
+#: ``memory_enabled`` — the owner's memory switch as the run starts, the one answer the run
+#: is assembled for (design.md §2), read in the same statement.
 CLAIM_COLUMNS = (
     "id",
     "uid",
@@ -115,6 +118,7 @@ CLAIM_COLUMNS = (
     "attempt",
     "created_by_run_id",
     "more_pending",
+    "memory_enabled",
 )
 
 
@@ -123,6 +127,8 @@ def _claim(candidate: Any) -> PrebuiltStatement:
     in one statement on the table (no ORM entity), run prebuilt. Parameter names differ from
     the columns' (SQLAlchemy keeps those for its own SET values)."""
     other = _TABLE.alias("other")
+    config = cast(Table, UserConfig.__table__).c
+    _switch = select(config.enable_memory).where(config.uid == _RUNS.uid).scalar_subquery()
     others = select(other.c.id).where(_claimable(other.c), other.c.id != _RUNS.id).limit(1)
     return PrebuiltStatement(
         update(_TABLE)
@@ -136,8 +142,9 @@ def _claim(candidate: Any) -> PrebuiltStatement:
             started_at=func.coalesce(_RUNS.started_at, func.now()),
         )
         .returning(
-            *(_RUNS[name] for name in CLAIM_COLUMNS[:-1]),
+            *(_RUNS[name] for name in CLAIM_COLUMNS[:-2]),
             exists(others).label("more_pending"),
+            func.coalesce(_switch, false()).label("memory_enabled"),
         )
     )
 

@@ -39,6 +39,9 @@ class ClaimedRun:
     #: Whether another claimable run was pending when this one was claimed: the worker then
     #: looks again at once (otherwise it waits for the next pending-run notification).
     more_pending: bool = False
+    #: The owner's memory switch as the claim that starts the run read it: the run is
+    #: assembled for this answer (design.md §2).
+    memory_enabled: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ def claimed_run(row: Any) -> ClaimedRun:
         attempt=row.attempt,
         created_by_run_id=row.created_by_run_id,
         more_pending=bool(row.more_pending),
+        memory_enabled=bool(row.memory_enabled),
     )
 
 
