@@ -5,11 +5,17 @@ on a :class:`~yuxi.db.notifications.Subscription` to its run's events and re-rea
 only when woken. One sweeper task per process is the safety net for all of them together:
 
 * when a revocation is notified, when the earliest token among the open streams reaches its
-  expiry (computed from the database's own ``expires_at - now()``), when a stream opens, and
-  every ``poll_seconds``, it reads in **one** transaction every open stream's token standing
-  and the last event seq of every watched run;
+  expiry (computed from the database's own ``expires_at - now()``), and every
+  ``poll_seconds``, it reads in **one** transaction every open stream's token standing and the
+  last event seq of every watched run;
 * it ends the streams whose token no longer authenticates the same user, and wakes the ones
   whose run has events they have not sent (a lost notification only delays them).
+
+Opening a stream costs the sweeper nothing: each page a stream reads checks its token in the
+same statement (the stream ends at once if it no longer authenticates its user) and tells how
+long it has left, which moves the sweeper's next look earlier if it expires first
+(:meth:`LiveStreams.token_left`). So a stream that opens is checked by its own first read, not
+by a sweep over every open stream — work that grew with the number of streams, once per run.
 
 With no stream open the sweeper makes no query at all.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Self
@@ -43,6 +50,8 @@ class StreamWatch:
     seen: int = 0
     #: Set once its token stops authenticating ``uid``; the stream then ends.
     ended: bool = field(default=False)
+    #: When its token expires (the loop's clock), as its last page read it; None: never.
+    expires_at: float | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -63,6 +72,10 @@ class LiveStreams:
         self._services = services
         self._streams: set[StreamWatch] = set()
         self._kick = hub.subscribe(TOKENS_REVOKED)
+        #: When the sweeper looks next for an expiry (the loop's clock), and the event that
+        #: makes it reschedule (without a sweep) when a stream's token expires earlier.
+        self._deadline: float | None = None
+        self._reschedule = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -83,8 +96,20 @@ class LiveStreams:
         watch = StreamWatch(run_id, uid, token, self.hub.subscribe(RUN_EVENTS, run_id), self)
         watch.seen = seen
         self._streams.add(watch)
-        self._kick.wake()  # learn its token's expiry
         return watch
+
+    def token_left(self, watch: StreamWatch, seconds: float) -> None:
+        """A page of ``watch`` read that its token has ``seconds`` left by the database clock
+        (``inf``: no expiry). If that comes before the sweeper's next look, it looks then
+        instead: the stream ends when its token expires, even if it is quiet."""
+        if math.isinf(seconds):
+            watch.expires_at = None
+            return
+        at = asyncio.get_running_loop().time() + max(0.0, seconds) + 0.05  # the database agrees
+        watch.expires_at = at
+        if self._deadline is None or at < self._deadline:
+            self._deadline = at
+            self._reschedule.set()
 
     def _close(self, watch: StreamWatch) -> None:
         self._streams.discard(watch)
@@ -92,22 +117,38 @@ class LiveStreams:
 
     async def _sweep_forever(self) -> None:
         loop = asyncio.get_running_loop()
-        next_expiry: float | None = None
         while True:
+            self._reschedule.clear()
             until = loop.time() + self.poll_seconds
-            if next_expiry is not None:
-                until = min(until, next_expiry)
-            await self._kick.wait(max(0.0, until - loop.time()))
+            if self._deadline is not None:
+                until = min(until, self._deadline)
+            if not await self._wait(max(0.0, until - loop.time())):
+                continue  # an earlier expiry: wait for it instead
             if not self._streams:
-                next_expiry = None
+                self._deadline = None
                 continue
             try:
-                next_expiry = await self._sweep()
+                self._deadline = await self._sweep()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database is away: try again at the next interval
                 _log.warning("stream sweep failed", exc_info=True)
-                next_expiry = None
+                self._deadline = None
+
+    async def _wait(self, seconds: float) -> bool:
+        """Until a revocation is notified or ``seconds`` pass (True: sweep), or a stream's
+        token turns out to expire earlier (False: reschedule)."""
+        kick = asyncio.ensure_future(self._kick.wait(None))
+        earlier = asyncio.ensure_future(self._reschedule.wait())
+        try:
+            done, _ = await asyncio.wait(
+                (kick, earlier), timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for future in (kick, earlier):
+                future.cancel()
+            await asyncio.gather(kick, earlier, return_exceptions=True)
+        return kick in done or earlier not in done
 
     async def _sweep(self) -> float | None:
         """One query for every open stream: end those whose token no longer authenticates

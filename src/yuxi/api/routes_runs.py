@@ -147,7 +147,10 @@ async def run_events(
                 # One transaction per wake: the status, then the events after ``seq``. A wake-up
                 # pending from before this read is forgotten: the read sees what it announced.
                 watch.sub.clear()
-                page = await chat.stream_page(uid, run_id, seq)
+                page = await chat.stream_page(uid, run_id, seq, token=token)
+                if page.token_left is None:
+                    return  # the token no longer authenticates the user: nothing more is sent
+                live.token_left(watch, page.token_left)
                 for e in page.events:
                     seq = e.seq
                     yield {

@@ -32,7 +32,7 @@ def new_login_code() -> str:
     return LOGIN_CODE_PREFIX + secrets.token_urlsafe(32)
 
 
-def _token_is_valid() -> ColumnElement[bool]:
+def token_is_valid() -> ColumnElement[bool]:
     """Neither revoked nor expired, by the database clock."""
     return and_(
         ApiToken.revoked_at.is_(None),
@@ -74,7 +74,7 @@ class TokenRepository:
         """The owner of a valid (not revoked, not expired) token."""
         row = await self.session.execute(
             select(ApiToken.uid).where(
-                ApiToken.token_hash == hash_credential(token), _token_is_valid()
+                ApiToken.token_hash == hash_credential(token), token_is_valid()
             )
         )
         return row.scalar_one_or_none()
@@ -90,14 +90,14 @@ class TokenRepository:
                 ApiToken.token_hash,
                 ApiToken.uid,
                 func.extract("epoch", ApiToken.expires_at - func.now()),
-            ).where(ApiToken.token_hash.in_(list(by_hash)), _token_is_valid())
+            ).where(ApiToken.token_hash.in_(list(by_hash)), token_is_valid())
         )
         return {by_hash[h]: (uid, None if left is None else float(left)) for h, uid, left in rows}
 
     async def list_tokens(self, uid: str) -> Sequence[Row[ApiToken, bool]]:
         """The user's tokens, oldest first, each with whether it is valid now."""
         rows = await self.session.execute(
-            select(ApiToken, _token_is_valid().label("active"))
+            select(ApiToken, token_is_valid().label("active"))
             .where(ApiToken.uid == uid)
             .order_by(ApiToken.id)
         )

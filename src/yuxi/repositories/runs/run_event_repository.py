@@ -11,15 +11,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Integer, String, Table, bindparam, exists, func, insert, select, true
+from sqlalchemy import (
+    Integer,
+    String,
+    Table,
+    bindparam,
+    exists,
+    func,
+    insert,
+    literal_column,
+    select,
+    true,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from yuxi.db.models import AgentRun, RunEvent
+from yuxi.db.models import AgentRun, ApiToken, RunEvent
 from yuxi.db.notifications import RUN_EVENTS
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.repositories.notify import notify_value
 from yuxi.repositories.runs.agent_run_repository import owned_live_lease
+from yuxi.repositories.token_repository import token_is_valid
 
 
 def _append_statement(*, fenced: bool) -> PrebuiltStatement:
@@ -64,16 +76,29 @@ class StreamedEvent(NamedTuple):
     data: Any
 
 
+class OwnedPage(NamedTuple):
+    """A page of a run's events with the run's status (:meth:`RunEventRepository.owned_page`)."""
+
+    status: str
+    events: list[StreamedEvent]
+    #: Seconds the given token has left (``inf``: no expiry); None: it does not authenticate
+    #: the run's owner (or no token was given).
+    token_left: float | None
+
+
 def _page_statement() -> PrebuiltStatement:
     """The run's status if ``uid`` owns it, with its events after ``after`` (at most ``limit``,
-    in order), in one statement — so in one snapshot::
+    in order) and the standing of the stream's token, in one statement — so in one snapshot::
 
-        SELECT r.status, e.seq, e.event_type, e.data FROM agent_runs r
+        SELECT r.status, e.seq, e.event_type, e.data, (<token left>) FROM agent_runs r
         LEFT JOIN LATERAL (SELECT … FROM run_events WHERE run_id = r.id AND seq > :after
                            ORDER BY seq LIMIT :limit) e ON true
         WHERE r.id = :run_id AND r.uid = :uid ORDER BY e.seq
 
-    No row: not the user's run (or gone). One row with no event: nothing after ``after``."""
+    No row: not the user's run (or gone). One row with no event: nothing after ``after``.
+    ``token_left``: the seconds the token hashed ``token_hash`` has left by the database clock
+    (``Infinity``: no expiry) if it still authenticates ``uid``; NULL if it does not (revoked,
+    expired, another user's, or no token given)."""
     runs = cast(Table, AgentRun.__table__).c
     events = cast(Table, RunEvent.__table__).c
     after = (
@@ -83,8 +108,19 @@ def _page_statement() -> PrebuiltStatement:
         .limit(bindparam("limit", type_=Integer))
         .lateral("e")
     )
+    seconds_left = func.extract("epoch", ApiToken.expires_at - func.now())
+    token_left = (
+        select(func.coalesce(seconds_left, literal_column("'Infinity'::numeric")))
+        .where(
+            ApiToken.token_hash == bindparam("token_hash", type_=String),
+            ApiToken.uid == runs.uid,
+            token_is_valid(),
+        )
+        .scalar_subquery()
+        .label("token_left")
+    )
     return PrebuiltStatement(
-        select(runs.status, after.c.seq, after.c.event_type, after.c.data)
+        select(runs.status, after.c.seq, after.c.event_type, after.c.data, token_left)
         .select_from(cast(Table, AgentRun.__table__).outerjoin(after, true()))
         .where(
             runs.id == bindparam("run_id", type_=String), runs.uid == bindparam("uid", type_=String)
@@ -114,18 +150,26 @@ class RunEventRepository:
         return int((await _APPEND.one(self.session, params)).seq)
 
     async def owned_page(
-        self, uid: str, run_id: str, after_seq: int, limit: int
-    ) -> tuple[str, list[StreamedEvent]] | None:
+        self, uid: str, run_id: str, after_seq: int, limit: int, *, token_hash: str | None = None
+    ) -> OwnedPage | None:
         """The run's status and its events after ``after_seq`` (at most ``limit``), read
         together in one statement: a settled status means every event of the run is among
-        those read (a run settles in the transaction that records its last event). None: not
-        ``uid``'s run, or gone."""
-        params = {"uid": uid, "run_id": run_id, "after": after_seq, "limit": limit}
+        those read (a run settles in the transaction that records its last event); with
+        ``token_hash``, whether that token still authenticates ``uid`` and for how long, read in
+        the same statement. None: not ``uid``'s run, or gone."""
+        params = {
+            "uid": uid,
+            "run_id": run_id,
+            "after": after_seq,
+            "limit": limit,
+            "token_hash": token_hash,
+        }
         rows = await _PAGE.all(self.session, params)
         if not rows:
             return None
         events = [StreamedEvent(r.seq, r.event_type, r.data) for r in rows if r.seq is not None]
-        return rows[0].status, events
+        left = rows[0].token_left
+        return OwnedPage(rows[0].status, events, None if left is None else float(left))
 
     async def latest_seqs(self, run_ids: Sequence[str]) -> dict[str, int]:
         """The last event seq of each run in ``run_ids`` that has events (one statement)."""

@@ -24,6 +24,7 @@ from yuxi.limits import (
     TRASH_DAYS,
 )
 from yuxi.repositories.runs.run_event_repository import StreamedEvent
+from yuxi.repositories.token_repository import hash_credential
 from yuxi.services.chat._cancel import cancel_in
 from yuxi.services.chat._decisions import (
     DECISIONS,
@@ -348,21 +349,24 @@ class ChatService:
         return (await self.stream_page(uid, run_id, after_seq, limit)).events
 
     async def stream_page(
-        self, uid: str, run_id: str, after_seq: int, limit: int = 500
+        self, uid: str, run_id: str, after_seq: int, limit: int = 500, *, token: str | None = None
     ) -> StreamPage:
         """What an event stream sends next: the run's status and its events after
         ``after_seq``, read in one statement (one snapshot), so a settled status means every
         event of the run is among those read (a run settles in the transaction that records its
-        last event). Another user's run, or one that is gone, is NotFound."""
+        last event). With the stream's ``token``, the same statement tells whether it still
+        authenticates ``uid`` and for how long (``token_left``). Another user's run, or one
+        that is gone, is NotFound."""
+        token_hash = None if token is None else hash_credential(token)
         async with self._uow.one_statement() as uow:
-            page = await uow.events.owned_page(uid, run_id, after_seq, limit)
+            page = await uow.events.owned_page(uid, run_id, after_seq, limit, token_hash=token_hash)
         if page is None:
             raise NotFound("run not found")
-        status, events = page
         return StreamPage(
-            events=events,
-            settled=status in SETTLED_RUN_STATUSES,
-            more=len(events) >= limit,
+            events=page.events,
+            settled=page.status in SETTLED_RUN_STATUSES,
+            more=len(page.events) >= limit,
+            token_left=page.token_left,
         )
 
     async def stream_state(

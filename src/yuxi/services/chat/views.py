@@ -217,8 +217,10 @@ def recorded_decision(run: AgentRun) -> str | None:
 class StreamPage:
     """What a run's event stream sends next: ``events`` in order; ``settled`` when the run had
     settled before they were read (so none is left to wait for); ``more`` when the page was
-    full (read again at once)."""
+    full (read again at once); ``token_left`` the seconds the stream's token has left (``inf``:
+    no expiry; None: it no longer authenticates the user, or no token was given)."""
 
     events: list[StreamedEvent]
     settled: bool
     more: bool
+    token_left: float | None = None

@@ -1,0 +1,98 @@
+"""The open event streams' safety net (``yuxi.api.live``) and the token check in every page a
+stream reads (``ChatService.stream_page``): a stream that opens is checked by its own first
+read, never by a sweep over every open stream; an expiry a page reports moves the sweeper's
+next look earlier."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from tests.support.factories import make_user
+from tests.support.waiting import until
+from yuxi.api.live import LiveStreams
+from yuxi.bootstrap import Container, open_notifications
+from yuxi.repositories.token_repository import hash_credential
+
+pytestmark = pytest.mark.pg
+
+NEVER = 3600.0
+
+
+async def _pending_run(container: Container, uid: str) -> str:
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello")
+    return run.id
+
+
+async def test_each_page_tells_whether_the_streams_token_still_authenticates_its_user(
+    container: Container,
+) -> None:
+    users, chat = container.services.users, container.services.chat
+    owner = await users.create_user("pia")
+    other = await users.create_user("quin")
+    run_id = await _pending_run(container, owner.uid)
+    expiring = (await users.create_token(owner.uid, label="b", expires_in_days=1)).token
+
+    forever = await chat.stream_page(owner.uid, run_id, 0, token=owner.token)
+    assert forever.token_left is not None and math.isinf(forever.token_left)
+    day = await chat.stream_page(owner.uid, run_id, 0, token=expiring)
+    assert day.token_left is not None and 86_000 < day.token_left <= 86_400
+    # Another user's valid token, a token never issued, no token: no standing.
+    assert (await chat.stream_page(owner.uid, run_id, 0, token=other.token)).token_left is None
+    assert (await chat.stream_page(owner.uid, run_id, 0, token="yx_unknown")).token_left is None
+    assert (await chat.stream_page(owner.uid, run_id, 0)).token_left is None
+    # Expired by the database clock, or revoked: none either — and the events are still read
+    # (the route sends none of them: it ends the stream first).
+    async with container.session_factory() as s, s.begin():
+        await s.execute(
+            text(
+                "UPDATE api_tokens SET expires_at = now() - interval '1 second' "
+                "WHERE token_hash = :h"
+            ),
+            {"h": hash_credential(expiring)},
+        )
+    assert (await chat.stream_page(owner.uid, run_id, 0, token=expiring)).token_left is None
+    assert await users.revoke_tokens(owner.uid)
+    revoked = await chat.stream_page(owner.uid, run_id, 0, token=owner.token)
+    assert revoked.token_left is None and revoked.events
+
+
+async def test_opening_a_stream_sweeps_nothing_and_an_earlier_expiry_moves_the_next_sweep(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, every stream that opened made the sweeper read every open stream's token and
+    run (two statements over lists as long as the open streams, once per run)."""
+    uid = await make_user(container)
+    token = (await container.services.users.create_token(uid, label="t")).token
+    run_id = await _pending_run(container, uid)
+    chat = container.services.chat
+    sweeps: list[tuple[list[str], list[str]]] = []
+    real = chat.stream_state
+
+    async def counted(tokens: list[str], run_ids: list[str]) -> Any:
+        sweeps.append((tokens, run_ids))
+        return await real(tokens, run_ids)
+
+    monkeypatch.setattr(chat, "stream_state", counted)
+    async with open_notifications(container) as hub:
+        live = LiveStreams(hub, container.services, poll_seconds=NEVER)
+        live.start()
+        try:
+            with live.watch(run_id, uid, token, 0) as first:
+                live.token_left(first, math.inf)
+                with live.watch(run_id, uid, token, 0) as second:
+                    live.token_left(second, 3000.0)
+                    await asyncio.sleep(0.3)
+                    assert sweeps == []  # opened and reported: no sweep
+                    live.token_left(second, 0.2)  # expires sooner than the hour-long poll
+                    await until("the sweep at the expiry", lambda: sweeps, within=10, poll=0.02)
+                    assert sweeps[0] == ([token], [run_id])
+                    assert len(sweeps) == 1
+        finally:
+            await live.aclose()
