@@ -213,12 +213,13 @@ async def test_a_one_statement_block_is_outside_any_transaction(container: Conta
     assert await status(autocommit=False) == psycopg.pq.TransactionStatus.INTRANS
 
 
-async def test_a_chat_request_is_one_transaction_of_eight_statements(
+async def test_a_chat_request_is_one_transaction_of_four_statements(
     container: Container, counted_worker: Worker
 ) -> None:
-    """The POST of a thread's second turn: the thread, the request id, the approval state; the
-    run inserted in a savepoint (the row and its worker's wake-up come back with the insert);
-    the user message with the thread touched; the ``pending`` event."""
+    """The POST of a thread's second turn: the thread; the run inserted, the insert itself
+    checking the request id (``ON CONFLICT DO NOTHING``) and the approval state (the row and its
+    worker's wake-up come back with it; no read first, no savepoint); the user message with the
+    thread touched; the ``pending`` event."""
     uid = await make_user(container)
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
@@ -227,12 +228,34 @@ async def test_a_chat_request_is_one_transaction_of_eight_statements(
         run, created = await chat.submit(uid, thread, "again qzxpost")
     assert created and run.status == "pending"
     assert _profile(seen) == {
-        "statements": 8,
+        "statements": 4,
         "transactions": 1,
         "commits": 1,
         "rollbacks": 0,
-        "round_trips": 10,
+        "round_trips": 6,
         "events": 1,
     }, seen.statements
-    assert len(seen.matching("SAVEPOINT")) == 2  # SAVEPOINT and RELEASE SAVEPOINT
+    assert not seen.matching("SAVEPOINT")
     assert len(seen.matching("pg_notify")) == 2  # in the run's INSERT and the event's
+
+
+async def test_a_retried_chat_request_reads_its_run_and_writes_nothing(
+    container: Container,
+) -> None:
+    """A retry of a request that has its run: the thread, the insert that writes nothing, the
+    read of the run by its request id (the block commits, with nothing written)."""
+    uid = await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello qzxretry", request_id="qzx-retry")
+    with counting(container.engine) as seen:
+        again, created = await chat.submit(uid, thread, "hello qzxretry", request_id="qzx-retry")
+    assert again.id == run.id and not created
+    assert _profile(seen) == {
+        "statements": 3,
+        "transactions": 1,
+        "commits": 1,
+        "rollbacks": 0,
+        "round_trips": 5,
+        "events": 0,
+    }, seen.statements

@@ -261,22 +261,20 @@ class ChatService:
     async def _submit_in(
         uow: UnitOfWork, conversation: Conversation, body: str, request_id: str
     ) -> tuple[AgentRun, bool]:
-        thread_id = conversation.thread_id
+        """The run of a new message on a loaded thread, in the caller's transaction. The rules,
+        in this order: an archived thread is a Conflict; a request that already has its run gets
+        it back (another thread's: Conflict); a thread waiting for an approval decision is a
+        Conflict; a thread with an active run is ActiveRunExists. The insert checks the last
+        three itself (``create_run`` with ``unless_awaiting_decision``): no read first."""
         if conversation.status != "active":
             raise Conflict("thread is archived; unarchive it to continue")
-        existing = await uow.runs.get_by_request(conversation.uid, request_id)
-        if existing is not None:
-            if existing.conversation_thread_id != thread_id:
-                raise Conflict("request_id was already used for another thread")
-            return existing, False
-        if await uow.runs.awaiting_approval(thread_id):
-            raise Conflict("this thread is waiting for an approval decision")
         run, created = await uow.runs.create_run(
             uid=conversation.uid,
-            thread_id=thread_id,
+            thread_id=conversation.thread_id,
             request_id=request_id,
             run_type="chat",
             input_payload={"input": body},
+            unless_awaiting_decision=True,
         )
         if created:
             if not conversation.title:
