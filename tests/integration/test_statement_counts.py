@@ -95,7 +95,9 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     the last step and the end (token text, reply message, ``message`` and ``run_status``
     events, the run row settled).
     Each fenced transaction checks the lease once; a message names its thread in the statement
-    that appends it and touches the thread (no read of the thread's row, no second statement).
+    that appends it and touches the thread (no read of the thread's row, no second statement);
+    the events of one transaction are one statement, as it ends (start: 2 events, the model's
+    step: 1, the tool's step: 1, the end: 3).
     """
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
@@ -104,12 +106,13 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
-        "statements": 22,
+        "statements": 19,
         "transactions": 5,
         "commits": 5,
         "rollbacks": 0,
-        "round_trips": 32,
-        "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
+        "round_trips": 29,
+        # [running, memory_snapshot], [tool_start], [tool_end], [token, message, completed]
+        "events": 4,
     }, seen.statements
     # Each of the three messages (tool call, tool result, reply) is one statement.
     assert len(seen.matching("INSERT INTO messages")) == 3
@@ -137,12 +140,12 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
     seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
     assert _profile(seen) == {
-        "statements": 12,
+        "statements": 9,
         "transactions": 2,
         "commits": 2,
         "rollbacks": 0,
-        "round_trips": 16,
-        "events": 5,  # running, memory_snapshot, token, message, completed
+        "round_trips": 13,
+        "events": 2,  # [running, memory_snapshot], [token, message, completed]
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer
 

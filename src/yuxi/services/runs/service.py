@@ -133,10 +133,13 @@ class RunService:
     async def recording(self, identity: RunIdentity) -> AsyncIterator[RunRecord]:
         """One fenced transaction of the run's record (``_recording``): the writes made
         through the :class:`RunRecord` commit together when the block ends, while the worker
-        owns a live lease, or :class:`LeaseLost` and none of them."""
+        owns a live lease, or :class:`LeaseLost` and none of them. Its events are appended
+        together as the block ends, before the commit (a block that fails appends none)."""
         token = _lease_token(identity)
         async with self._fenced(identity) as uow:
-            yield RunRecord(uow, identity, token)
+            record = RunRecord(uow, identity, token)
+            yield record
+            await record.flush()
 
     @asynccontextmanager
     async def holding_lease(self, identity: RunIdentity) -> AsyncIterator[None]:
