@@ -262,3 +262,23 @@ async def test_a_retried_chat_request_reads_its_run_and_writes_nothing(
         "round_trips": 5,
         "events": 0,
     }, seen.statements
+
+
+async def test_the_stream_sweep_is_two_statements_and_no_transaction(
+    container: Container,
+) -> None:
+    """The event streams' safety net (``ChatService.stream_state``): the tokens' standings and
+    the runs' last seqs, each one statement in autocommit (they need no common snapshot) — no
+    ``BEGIN``, no ``ROLLBACK`` (which would make psycopg forget its prepared statements)."""
+    uid = await make_user(container)
+    chat, users = container.services.chat, container.services.users
+    token = (await users.create_token(uid, label="t")).token
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello qzxsweep")
+    with counting(container.engine) as seen:
+        standings, seqs = await chat.stream_state([token, "yx_unknown"], [run.id, "no-such-run"])
+    assert set(standings) == {token} and standings[token][0] == uid
+    assert seqs == {run.id: 1}
+    assert (len(seen.statements), seen.round_trips) == (2, 2), seen.statements
+    await users.revoke_tokens(uid)
+    assert await chat.stream_state([token], []) == ({}, {})

@@ -366,14 +366,26 @@ class ChatService:
     async def stream_state(
         self, tokens: list[str], run_ids: list[str]
     ) -> tuple[dict[str, tuple[str, float | None]], dict[str, int]]:
-        """For the process's own safety net over its open event streams, in one transaction:
-        which ``tokens`` still authenticate (token → uid and seconds left by the database
-        clock, None = no expiry; a missing token is revoked, expired or unknown) and the last
-        event seq of each run in ``run_ids``. Nothing of it reaches a client (it only tells a
-        stream to end or to re-read; the re-read checks the owner), so no owner is checked."""
-        async with self._uow() as uow:
-            standings = await uow.tokens.standings(tokens) if tokens else {}
-            seqs = await uow.events.latest_seqs(run_ids) if run_ids else {}
+        """For the process's own safety net over its open event streams: which ``tokens``
+        still authenticate (token → uid and seconds left by the database clock, None = no
+        expiry; a missing token is revoked, expired or unknown) and the last event seq of each
+        run in ``run_ids``. Nothing of it reaches a client (it only tells a stream to end or to
+        re-read; the re-read checks the owner), so no owner is checked.
+
+        Two reads, each a ``one_statement`` block (no ``BEGIN``, no ``ROLLBACK``, which would
+        make psycopg forget the connection's prepared statements): they need no common
+        snapshot. Each answer is acted on alone — a stream ends on its token's standing, is
+        woken on its run's seq — and both are only as fresh as the moment they are read: a
+        revocation or an event committed between the two reads (or after both) is caught by
+        its notification or the next sweep, as it would be with one snapshot."""
+        standings: dict[str, tuple[str, float | None]] = {}
+        seqs: dict[str, int] = {}
+        if tokens:
+            async with self._uow.one_statement() as uow:
+                standings = await uow.tokens.standings(tokens)
+        if run_ids:
+            async with self._uow.one_statement() as uow:
+                seqs = await uow.events.latest_seqs(run_ids)
         return standings, seqs
 
     async def thread_runs(self, uid: str, thread_id: str) -> list[AgentRun]:

@@ -240,7 +240,7 @@ class RunService:
         not a resume or the interrupt carried none)."""
         if claimed.created_by_run_id is None:
             return []
-        async with self._uow() as uow:
+        async with self._uow.one_statement() as uow:  # one read: no BEGIN, no ROLLBACK
             parent = await uow.runs.get_owned(claimed.identity.uid, claimed.created_by_run_id)
             output = dict(parent.output or {}) if parent is not None else {}
         interrupt = output.get("interrupt") or {}
