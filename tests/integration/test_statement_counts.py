@@ -242,6 +242,30 @@ async def test_a_chat_request_is_one_transaction_of_four_statements(
     assert len(seen.matching("pg_notify")) == 2  # in the run's INSERT and the event's
 
 
+async def test_a_first_message_titles_its_thread_in_its_own_statement(
+    container: Container,
+) -> None:
+    """A thread's first turn costs what a later one does: the title comes with the message's
+    statement (no ``UPDATE conversations SET title`` at the commit). An agent call: its run's
+    request id read first (a retry must not make a thread), its thread inserted, then the
+    same three statements."""
+    uid = await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    with counting(container.engine) as seen:
+        await chat.submit(uid, thread, "first qzxtitle")
+    assert (len(seen.statements), seen.round_trips) == (4, 6), seen.statements
+    assert not seen.matching("UPDATE conversations SET title=%(title)s")
+    with counting(container.engine) as seen:
+        await chat.submit_agent_call(uid, "one shot qzxtitle")
+    assert (len(seen.statements), seen.round_trips) == (5, 7), seen.statements
+    titles = [t.title for t in await chat.list_threads(uid)]
+    assert titles == ["first qzxtitle"]
+    async with container.uow() as uow:
+        calls = await uow.threads.list_conversations(uid, sources=("agent_call",))
+    assert [t.title for t in calls] == ["one shot qzxtitle"]
+
+
 async def test_a_retried_chat_request_reads_its_run_and_writes_nothing(
     container: Container,
 ) -> None:

@@ -277,9 +277,11 @@ class ChatService:
             unless_awaiting_decision=True,
         )
         if created:
-            if not conversation.title:
-                conversation.title = auto_title(body)
-            await uow.threads.add_message(conversation, role="user", content=body, run_id=run.id)
+            # An untitled thread takes its first message's title, in the message's statement.
+            title = None if conversation.title else auto_title(body)
+            await uow.threads.add_message(
+                conversation, role="user", content=body, run_id=run.id, title=title
+            )
             await uow.events.append(run.id, "run_status", {"status": "pending"})
         return run, created
 
