@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.support.factories import make_run, make_user, sql
+from tests.support.statements import counting
 from yuxi.bootstrap import Container
 from yuxi.identity import RunIdentity
 from yuxi.services.runs.service import (
@@ -253,3 +254,43 @@ async def test_a_step_whose_thread_is_gone_writes_nothing(container: Container, 
         )
         == before
     )
+
+
+async def test_a_steps_events_are_one_append_with_the_seqs_of_one_each(
+    container: Container,
+) -> None:
+    """The events of one fenced transaction go in together, in one statement, as it ends: in
+    the order they were recorded, each with the seq one append per event would have given (the
+    run's last seq, plus one per event), their data exactly as given."""
+    runs = container.services.runs
+    claimed = await _claimed(container)
+    me = claimed.identity
+    await runs.start(me, attempt=1, snapshot=("ab" * 32, 3), close_open_calls=False)
+    await runs.record_event(me, "token", {"text": "alone"})  # fenced, one statement
+    data: list[dict[str, Any]] = [
+        {"text": 'Hé 你好 \u2028 "quoted" \\ back'},
+        {"n": 1, "x": 2.5, "none": None, "t": True, "list": [1, {"a": []}], "empty": {}},
+        {},
+    ]
+    with counting(container.engine) as seen:
+        async with runs.recording(me) as record:
+            for item in data:
+                await record.event("token", item)
+            await record.reply("Hello")
+            await record.finish("completed", output={"reply": "Hello"})
+    assert len(seen.matching("INSERT INTO run_events")) == 1, seen.statements
+    rows = await _rows(
+        container,
+        "SELECT seq, event_type, data FROM run_events WHERE run_id = :id ORDER BY seq",
+        id=me.run_id,
+    )
+    assert [r.seq for r in rows] == list(range(1, len(rows) + 1))
+    assert [r.event_type for r in rows] == [
+        *("run_status", "memory_snapshot", "token"),
+        *("token", "token", "token", "message", "run_status"),
+    ]
+    assert [r.data for r in rows[3:6]] == data
+    assert rows[-1].data == {"status": "completed"}
+    # What the event stream reads: the same events, and the run settled with them.
+    page = await container.services.chat.stream_page(me.uid, me.run_id, 3)
+    assert [e.seq for e in page.events] == [4, 5, 6, 7, 8] and page.settled

@@ -95,7 +95,9 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     the last step and the end (token text, reply message, ``message`` and ``run_status``
     events, the run row settled).
     Each fenced transaction checks the lease once; a message names its thread in the statement
-    that appends it and touches the thread (no read of the thread's row, no second statement).
+    that appends it and touches the thread (no read of the thread's row, no second statement);
+    the events of one transaction are one statement, as it ends (start: 2 events, the model's
+    step: 1, the tool's step: 1, the end: 3).
     """
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
@@ -104,12 +106,13 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
-        "statements": 22,
+        "statements": 19,
         "transactions": 5,
         "commits": 5,
         "rollbacks": 0,
-        "round_trips": 32,
-        "events": 7,  # running, memory_snapshot, tool_start, tool_end, token, message, completed
+        "round_trips": 29,
+        # [running, memory_snapshot], [tool_start], [tool_end], [token, message, completed]
+        "events": 4,
     }, seen.statements
     # Each of the three messages (tool call, tool result, reply) is one statement.
     assert len(seen.matching("INSERT INTO messages")) == 3
@@ -137,12 +140,12 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
     seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
     assert _profile(seen) == {
-        "statements": 12,
+        "statements": 9,
         "transactions": 2,
         "commits": 2,
         "rollbacks": 0,
-        "round_trips": 16,
-        "events": 5,  # running, memory_snapshot, token, message, completed
+        "round_trips": 13,
+        "events": 2,  # [running, memory_snapshot], [token, message, completed]
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer
 
@@ -213,12 +216,13 @@ async def test_a_one_statement_block_is_outside_any_transaction(container: Conta
     assert await status(autocommit=False) == psycopg.pq.TransactionStatus.INTRANS
 
 
-async def test_a_chat_request_is_one_transaction_of_eight_statements(
+async def test_a_chat_request_is_one_transaction_of_four_statements(
     container: Container, counted_worker: Worker
 ) -> None:
-    """The POST of a thread's second turn: the thread, the request id, the approval state; the
-    run inserted in a savepoint (the row and its worker's wake-up come back with the insert);
-    the user message with the thread touched; the ``pending`` event."""
+    """The POST of a thread's second turn: the thread; the run inserted, the insert itself
+    checking the request id (``ON CONFLICT DO NOTHING``) and the approval state (the row and its
+    worker's wake-up come back with it; no read first, no savepoint); the user message with the
+    thread touched; the ``pending`` event."""
     uid = await make_user(container)
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
@@ -227,12 +231,78 @@ async def test_a_chat_request_is_one_transaction_of_eight_statements(
         run, created = await chat.submit(uid, thread, "again qzxpost")
     assert created and run.status == "pending"
     assert _profile(seen) == {
-        "statements": 8,
+        "statements": 4,
         "transactions": 1,
         "commits": 1,
         "rollbacks": 0,
-        "round_trips": 10,
+        "round_trips": 6,
         "events": 1,
     }, seen.statements
-    assert len(seen.matching("SAVEPOINT")) == 2  # SAVEPOINT and RELEASE SAVEPOINT
+    assert not seen.matching("SAVEPOINT")
     assert len(seen.matching("pg_notify")) == 2  # in the run's INSERT and the event's
+
+
+async def test_a_first_message_titles_its_thread_in_its_own_statement(
+    container: Container,
+) -> None:
+    """A thread's first turn costs what a later one does: the title comes with the message's
+    statement (no ``UPDATE conversations SET title`` at the commit). An agent call: its run's
+    request id read first (a retry must not make a thread), its thread inserted, then the
+    same three statements."""
+    uid = await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    with counting(container.engine) as seen:
+        await chat.submit(uid, thread, "first qzxtitle")
+    assert (len(seen.statements), seen.round_trips) == (4, 6), seen.statements
+    assert not seen.matching("UPDATE conversations SET title=%(title)s")
+    with counting(container.engine) as seen:
+        await chat.submit_agent_call(uid, "one shot qzxtitle")
+    assert (len(seen.statements), seen.round_trips) == (5, 7), seen.statements
+    titles = [t.title for t in await chat.list_threads(uid)]
+    assert titles == ["first qzxtitle"]
+    async with container.uow() as uow:
+        calls = await uow.threads.list_conversations(uid, sources=("agent_call",))
+    assert [t.title for t in calls] == ["one shot qzxtitle"]
+
+
+async def test_a_retried_chat_request_reads_its_run_and_writes_nothing(
+    container: Container,
+) -> None:
+    """A retry of a request that has its run: the thread, the insert that writes nothing, the
+    read of the run by its request id (the block commits, with nothing written)."""
+    uid = await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello qzxretry", request_id="qzx-retry")
+    with counting(container.engine) as seen:
+        again, created = await chat.submit(uid, thread, "hello qzxretry", request_id="qzx-retry")
+    assert again.id == run.id and not created
+    assert _profile(seen) == {
+        "statements": 3,
+        "transactions": 1,
+        "commits": 1,
+        "rollbacks": 0,
+        "round_trips": 5,
+        "events": 0,
+    }, seen.statements
+
+
+async def test_the_stream_sweep_is_two_statements_and_no_transaction(
+    container: Container,
+) -> None:
+    """The event streams' safety net (``ChatService.stream_state``): the tokens' standings and
+    the runs' last seqs, each one statement in autocommit (they need no common snapshot) — no
+    ``BEGIN``, no ``ROLLBACK`` (which would make psycopg forget its prepared statements)."""
+    uid = await make_user(container)
+    chat, users = container.services.chat, container.services.users
+    token = (await users.create_token(uid, label="t")).token
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello qzxsweep")
+    with counting(container.engine) as seen:
+        standings, seqs = await chat.stream_state([token, "yx_unknown"], [run.id, "no-such-run"])
+    assert set(standings) == {token} and standings[token][0] == uid
+    assert seqs == {run.id: 1}
+    assert (len(seen.statements), seen.round_trips) == (2, 2), seen.statements
+    await users.revoke_tokens(uid)
+    assert await chat.stream_state([token], []) == ({}, {})

@@ -6,8 +6,8 @@ only when woken. One sweeper task per process is the safety net for all of them 
 
 * when a revocation is notified, when the earliest token among the open streams reaches its
   expiry (computed from the database's own ``expires_at - now()``), and every
-  ``poll_seconds``, it reads in **one** transaction every open stream's token standing and the
-  last event seq of every watched run;
+  ``poll_seconds``, it reads every open stream's token standing in **one** statement and the
+  last event seq of every watched run in another (``ChatService.stream_state``);
 * it ends the streams whose token no longer authenticates the same user, and wakes the ones
   whose run has events they have not sent (a lost notification only delays them).
 
@@ -151,9 +151,10 @@ class LiveStreams:
         return kick in done or earlier not in done
 
     async def _sweep(self) -> float | None:
-        """One query for every open stream: end those whose token no longer authenticates
-        their user, wake those whose run has events they have not sent. Returns when the
-        earliest still-valid token expires (loop time), if any does."""
+        """One sweep for every open stream together (two statements, however many streams):
+        end those whose token no longer authenticates their user, wake those whose run has
+        events they have not sent. Returns when the earliest still-valid token expires (loop
+        time), if any does."""
         streams = list(self._streams)
         standings, latest = await self._services.chat.stream_state(
             sorted({s.token for s in streams}), sorted({s.run_id for s in streams})

@@ -68,7 +68,9 @@ def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
 
     The thread is named by its primary key (``conversation_id``), or (``by_thread``) by its
     ``thread_id`` and owner ``uid``; a thread that is not there gets no message and the
-    statement returns no row. The message is owned by the thread's user."""
+    statement returns no row. The message is owned by the thread's user. Named by its key, the
+    thread also takes ``title`` when one is given (``coalesce(:title, title)``: a thread's
+    first message titles it in the same statement, not in an ``UPDATE`` of its own)."""
     table = cast(Table, Conversation.__table__)
     which: tuple[ColumnElement[bool], ...]
     if by_thread:
@@ -78,10 +80,13 @@ def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
         )
     else:
         which = (_THREADS.id == bindparam("conversation_id", type_=BigInteger),)
+    values: dict[str, Any] = {"updated_at": func.now()}
+    if not by_thread:
+        values["title"] = func.coalesce(bindparam("title", type_=String), _THREADS.title)
     touched = (
         update(table)
         .where(*which)
-        .values(updated_at=func.now())
+        .values(**values)
         .returning(_THREADS.id, _THREADS.uid, _THREADS.updated_at)
         .cte("touched")
     )
@@ -284,17 +289,22 @@ class ThreadRepository:
         image_content: str | None = None,
         attachments: list[Any] | None = None,
         run_id: str | None = None,
+        title: str | None = None,
     ) -> AddedMessage:
-        """Append a message (owned by the conversation's user) and touch ``updated_at`` (on the
-        loaded row too), in one statement."""
+        """Append a message (owned by the conversation's user) and touch ``updated_at`` — and,
+        given a ``title``, set it (None: the title stays) — on the loaded row too, in one
+        statement."""
         params = _message_params(
             role, content, message_type, metadata, image_content, attachments, run_id
         )
         params["conversation_id"] = conversation.id
+        params["title"] = title
         added = await _ADD_MESSAGE.first(self.session, params)
         if added is None:
             raise NotFound("thread not found")
         set_committed_value(conversation, "updated_at", added.updated_at)
+        if title is not None:  # written: the loaded row has nothing left to flush
+            set_committed_value(conversation, "title", title)
         return AddedMessage(int(added.id), added.uid, added.updated_at)
 
     async def add_message_to_thread(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Row, String, Table, bindparam, exists, func, select, update
+from sqlalchemy import Row, String, Table, bindparam, exists, func, literal, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -139,38 +139,53 @@ class AgentRunRepository:
         input_payload: dict[str, Any] | None = None,
         created_by_run_id: str | None = None,
         status: str = "pending",
+        unless_awaiting_decision: bool = False,
     ) -> tuple[AgentRun, bool]:
         """Insert a run, idempotent on ``(uid, request_id)``. Returns ``(run, created)``.
 
         A retried request gets the run it created the first time (if the retry names another
         thread, that is a conflict). A second active run on the same thread is refused by the
-        partial unique index and surfaces as :class:`ActiveRunExists`.
+        partial unique index and surfaces as :class:`ActiveRunExists`. With
+        ``unless_awaiting_decision`` (a new message), a thread whose latest chat/resume run is
+        interrupted gets no run (:class:`Conflict`: it waits for an approval decision) — unless
+        the request already has its run, which a retry gets back as ever.
+
+        One statement when a run is written (``INSERT … SELECT … WHERE <not awaiting> ON
+        CONFLICT DO NOTHING RETURNING``); a second, the read by request id, only when none was.
+        No savepoint around it: on :class:`ActiveRunExists` the caller's whole unit of work is
+        abandoned (every caller lets the error end its block, which rolls back), so there is no
+        later statement of the transaction for a savepoint to save.
         """
-        run_id = str(uuid.uuid4())
-        row = (
-            insert(AgentRun)
-            .values(
-                id=run_id,
-                uid=uid,
-                conversation_thread_id=thread_id,
-                request_id=request_id,
-                run_type=run_type,
-                status=status,
-                input_payload=input_payload or {},
-                created_by_run_id=created_by_run_id,
-            )
-            .on_conflict_do_nothing(index_elements=[AgentRun.uid, AgentRun.request_id])
-            .execution_options(populate_existing=True)
-        )
+        fields: dict[str, Any] = {
+            "id": str(uuid.uuid4()),
+            "uid": uid,
+            "conversation_thread_id": thread_id,
+            "request_id": request_id,
+            "run_type": run_type,
+            "status": status,
+            "input_payload": input_payload or {},
+            "created_by_run_id": created_by_run_id,
+        }
+        row = select(*(literal(value, _RUNS[name].type) for name, value in fields.items()))
+        if unless_awaiting_decision:
+            # The awaiting check in the insert itself: the thread's latest run as the insert
+            # sees it, not as an earlier read did.
+            latest = _LATEST_STATUS.params(thread_id=thread_id).scalar_subquery()
+            row = row.where(latest.is_distinct_from("interrupted"))
         # The whole row as the database wrote it (server defaults included), in the insert; a
         # pending chat/resume run wakes a worker (a RETURNING notification fires only for a row
         # actually written, when the transaction commits).
         wakes = status == "pending" and run_type in CLAIMABLE_RUN_TYPES
         returned = (AgentRun, notify_value(RUN_PENDING, AgentRun.id)) if wakes else (AgentRun,)
-        stmt = row.returning(*returned)
+        stmt = (
+            insert(AgentRun)
+            .from_select(list(fields), row)
+            .on_conflict_do_nothing(index_elements=[AgentRun.uid, AgentRun.request_id])
+            .returning(*returned)
+            .execution_options(populate_existing=True)
+        )
         try:
-            async with self.session.begin_nested():
-                inserted = (await self.session.execute(stmt)).first()
+            inserted = (await self.session.execute(stmt)).first()
         except IntegrityError as exc:
             if "uq_agent_runs_one_active_per_thread" in str(exc.orig):
                 raise ActiveRunExists("this thread already has an active run") from exc
@@ -178,9 +193,12 @@ class AgentRunRepository:
         if inserted is not None:
             run: AgentRun = inserted[0]
             return run, True
-        existing = (
-            await self.session.execute(_BY_REQUEST, {"uid": uid, "request_id": request_id})
-        ).scalar_one()
+        # Nothing written: the request already has its run (a retry), or the thread waits.
+        existing = await self.get_by_request(uid, request_id)
+        if existing is None:
+            if unless_awaiting_decision:
+                raise Conflict("this thread is waiting for an approval decision")
+            raise RuntimeError(f"run of request {request_id!r} neither written nor found")
         if existing.conversation_thread_id != thread_id:
             raise Conflict("request_id was already used for another thread")
         return existing, False
@@ -201,12 +219,6 @@ class AgentRunRepository:
             select(AgentRun).where(AgentRun.uid == uid, AgentRun.request_id.in_(request_ids))
         )
         return list(rows.scalars())
-
-    async def awaiting_approval(self, thread_id: str) -> bool:
-        """Whether the thread's latest top-level run is interrupted with no decision yet."""
-        params = {"thread_id": thread_id}
-        latest = (await self.session.execute(_LATEST_STATUS, params)).scalar_one_or_none()
-        return latest == "interrupted"
 
     async def cancel_pending(self, run_id: str) -> bool:
         stmt = (

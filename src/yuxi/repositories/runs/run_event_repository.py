@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Table,
     bindparam,
+    column,
     exists,
     func,
     insert,
@@ -66,6 +67,48 @@ def _append_statement(*, fenced: bool) -> PrebuiltStatement:
 
 _APPEND = _append_statement(fenced=False)
 _APPEND_AS_OWNER = _append_statement(fenced=True)
+
+
+def _append_all_statement() -> PrebuiltStatement:
+    """Several events of one run in one statement, in order, their seqs following the run's
+    last (the events as one JSON array of ``{"type", "data"}``: one parameter however many)::
+
+        INSERT INTO run_events (run_id, seq, event_type, data)
+        SELECT :run_id, (SELECT coalesce(max(seq), 0) …) + e.ordinality,
+               e.value ->> 'type', e.value -> 'data'
+        FROM jsonb_array_elements(:events) WITH ORDINALITY AS e(value, ordinality)
+        RETURNING seq, pg_notify(…, run_id)
+
+    The last seq is read once, in the statement's snapshot (its own rows are not in it), so the
+    n-th event gets last + n: the seqs one append per event would have given. Unfenced, like
+    :data:`_APPEND`: the caller's transaction holds the fence (``RunService.recording``)."""
+    run_id = bindparam("run_id", type_=String)
+    last_seq = (
+        select(func.coalesce(func.max(RunEvent.seq), 0))
+        .where(RunEvent.run_id == run_id)
+        .scalar_subquery()
+    )
+    elements = (
+        func.jsonb_array_elements(bindparam("events", type_=JSONB))
+        .table_valued(column("value", JSONB), with_ordinality="ordinality")
+        .render_derived(name="e")
+    )
+    value = elements.c.value
+    row = select(
+        run_id,
+        last_seq + elements.c.ordinality,
+        value.op("->>", return_type=String)("type"),
+        value.op("->", return_type=JSONB)("data"),
+    ).select_from(elements)
+    table = cast(Table, RunEvent.__table__)
+    return PrebuiltStatement(
+        insert(table)
+        .from_select(["run_id", "seq", "event_type", "data"], row)
+        .returning(table.c.seq, notify_value(RUN_EVENTS, table.c.run_id))
+    )
+
+
+_APPEND_ALL = _append_all_statement()
 
 
 class StreamedEvent(NamedTuple):
@@ -148,6 +191,19 @@ class RunEventRepository:
         """Unfenced append, for the service itself (run created, reconciled, SubAgent runs)."""
         params = {"run_id": run_id, "event_type": event_type, "data": data}
         return int((await _APPEND.one(self.session, params)).seq)
+
+    async def append_all(
+        self, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]
+    ) -> list[int]:
+        """Unfenced append of ``events`` (type, data) in order, in one statement; their seqs.
+        The same rows, seqs and notification as one :meth:`append` each."""
+        if not events:
+            return []
+        params = {
+            "run_id": run_id,
+            "events": [{"type": event_type, "data": data} for event_type, data in events],
+        }
+        return sorted(int(row.seq) for row in await _APPEND_ALL.all(self.session, params))
 
     async def owned_page(
         self, uid: str, run_id: str, after_seq: int, limit: int, *, token_hash: str | None = None

@@ -262,27 +262,27 @@ class ChatService:
     async def _submit_in(
         uow: UnitOfWork, conversation: Conversation, body: str, request_id: str
     ) -> tuple[AgentRun, bool]:
-        thread_id = conversation.thread_id
+        """The run of a new message on a loaded thread, in the caller's transaction. The rules,
+        in this order: an archived thread is a Conflict; a request that already has its run gets
+        it back (another thread's: Conflict); a thread waiting for an approval decision is a
+        Conflict; a thread with an active run is ActiveRunExists. The insert checks the last
+        three itself (``create_run`` with ``unless_awaiting_decision``): no read first."""
         if conversation.status != "active":
             raise Conflict("thread is archived; unarchive it to continue")
-        existing = await uow.runs.get_by_request(conversation.uid, request_id)
-        if existing is not None:
-            if existing.conversation_thread_id != thread_id:
-                raise Conflict("request_id was already used for another thread")
-            return existing, False
-        if await uow.runs.awaiting_approval(thread_id):
-            raise Conflict("this thread is waiting for an approval decision")
         run, created = await uow.runs.create_run(
             uid=conversation.uid,
-            thread_id=thread_id,
+            thread_id=conversation.thread_id,
             request_id=request_id,
             run_type="chat",
             input_payload={"input": body},
+            unless_awaiting_decision=True,
         )
         if created:
-            if not conversation.title:
-                conversation.title = auto_title(body)
-            await uow.threads.add_message(conversation, role="user", content=body, run_id=run.id)
+            # An untitled thread takes its first message's title, in the message's statement.
+            title = None if conversation.title else auto_title(body)
+            await uow.threads.add_message(
+                conversation, role="user", content=body, run_id=run.id, title=title
+            )
             await uow.events.append(run.id, "run_status", {"status": "pending"})
         return run, created
 
@@ -372,14 +372,26 @@ class ChatService:
     async def stream_state(
         self, tokens: list[str], run_ids: list[str]
     ) -> tuple[dict[str, tuple[str, float | None]], dict[str, int]]:
-        """For the process's own safety net over its open event streams, in one transaction:
-        which ``tokens`` still authenticate (token → uid and seconds left by the database
-        clock, None = no expiry; a missing token is revoked, expired or unknown) and the last
-        event seq of each run in ``run_ids``. Nothing of it reaches a client (it only tells a
-        stream to end or to re-read; the re-read checks the owner), so no owner is checked."""
-        async with self._uow() as uow:
-            standings = await uow.tokens.standings(tokens) if tokens else {}
-            seqs = await uow.events.latest_seqs(run_ids) if run_ids else {}
+        """For the process's own safety net over its open event streams: which ``tokens``
+        still authenticate (token → uid and seconds left by the database clock, None = no
+        expiry; a missing token is revoked, expired or unknown) and the last event seq of each
+        run in ``run_ids``. Nothing of it reaches a client (it only tells a stream to end or to
+        re-read; the re-read checks the owner), so no owner is checked.
+
+        Two reads, each a ``one_statement`` block (no ``BEGIN``, no ``ROLLBACK``, which would
+        make psycopg forget the connection's prepared statements): they need no common
+        snapshot. Each answer is acted on alone — a stream ends on its token's standing, is
+        woken on its run's seq — and both are only as fresh as the moment they are read: a
+        revocation or an event committed between the two reads (or after both) is caught by
+        its notification or the next sweep, as it would be with one snapshot."""
+        standings: dict[str, tuple[str, float | None]] = {}
+        seqs: dict[str, int] = {}
+        if tokens:
+            async with self._uow.one_statement() as uow:
+                standings = await uow.tokens.standings(tokens)
+        if run_ids:
+            async with self._uow.one_statement() as uow:
+                seqs = await uow.events.latest_seqs(run_ids)
         return standings, seqs
 
     async def thread_runs(self, uid: str, thread_id: str) -> list[AgentRun]:

@@ -7,6 +7,12 @@ does. A step of a run — the model's tool calls, a tool's result, the final rep
 token text and the run's end — is one transaction instead of one per record: the lease check,
 ``BEGIN`` and ``COMMIT`` are paid once per step. A message names the run's thread by its id and
 owner in the statement that appends it (no read of the thread first).
+
+The step's events are kept in order and appended together, in one statement, as the block ends
+(:meth:`RunRecord.flush`, before the commit): the same rows, seqs and order as one append each,
+in the same fenced transaction, and the same one notification (PostgreSQL delivers one per
+channel and payload per transaction). Nothing in the transaction reads the run's events back, so
+writing them last changes nothing another transaction can see.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ class RunRecord:
         self._uow = uow
         self._identity = identity
         self._token = token
+        #: The events of the step so far, in order, appended by :meth:`flush`.
+        self._events: list[tuple[str, dict[str, Any]]] = []
 
     async def _message(
         self,
@@ -56,7 +64,13 @@ class RunRecord:
         return added.id
 
     async def event(self, event_type: str, data: dict[str, Any]) -> None:
-        await self._uow.events.append(self._identity.run_id, event_type, data)
+        """The run's next event: appended with the step's others when the block ends."""
+        self._events.append((event_type, data))
+
+    async def flush(self) -> None:
+        """Append the step's events, in order, in one statement (none: no statement)."""
+        events, self._events = self._events, []
+        await self._uow.events.append_all(self._identity.run_id, events)
 
     async def memory_snapshot(self, sha256: str, size: int) -> None:
         """What the memory middleware injected: on the run row, and as an event."""

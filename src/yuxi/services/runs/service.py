@@ -133,10 +133,13 @@ class RunService:
     async def recording(self, identity: RunIdentity) -> AsyncIterator[RunRecord]:
         """One fenced transaction of the run's record (``_recording``): the writes made
         through the :class:`RunRecord` commit together when the block ends, while the worker
-        owns a live lease, or :class:`LeaseLost` and none of them."""
+        owns a live lease, or :class:`LeaseLost` and none of them. Its events are appended
+        together as the block ends, before the commit (a block that fails appends none)."""
         token = _lease_token(identity)
         async with self._fenced(identity) as uow:
-            yield RunRecord(uow, identity, token)
+            record = RunRecord(uow, identity, token)
+            yield record
+            await record.flush()
 
     @asynccontextmanager
     async def holding_lease(self, identity: RunIdentity) -> AsyncIterator[None]:
@@ -237,7 +240,7 @@ class RunService:
         not a resume or the interrupt carried none)."""
         if claimed.created_by_run_id is None:
             return []
-        async with self._uow() as uow:
+        async with self._uow.one_statement() as uow:  # one read: no BEGIN, no ROLLBACK
             parent = await uow.runs.get_owned(claimed.identity.uid, claimed.created_by_run_id)
             output = dict(parent.output or {}) if parent is not None else {}
         interrupt = output.get("interrupt") or {}

@@ -1,0 +1,130 @@
+"""The rules of a new message (``ChatService.submit``), each with what it must not write.
+
+The insert of the run checks the request id, the approval state and the one active run itself
+(no read before it, no savepoint around it: ``AgentRunRepository.create_run``). These tests pin
+the answers and their order, and that a refused or repeated request writes nothing — no second
+message, no event, no worker woken.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+
+from tests.support.factories import make_user, sql
+from yuxi.bootstrap import Container, open_notifications
+from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING, Notifications
+from yuxi.errors import ActiveRunExists, Conflict
+
+pytestmark = pytest.mark.pg
+
+SETTLE_SECONDS = 30.0
+
+
+async def _written(container: Container, uid: str, thread: str) -> tuple[int, int]:
+    """The thread's messages and its runs' events, counted."""
+    chat = container.services.chat
+    messages = (await chat.get_thread(uid, thread)).messages
+    events = 0
+    for run in await chat.thread_runs(uid, thread):
+        events += len(await chat.events_after(uid, run.id))
+    return len(messages), events
+
+
+async def _all_delivered(container: Container, hub: Notifications) -> None:
+    """Once a marker notified now has arrived, anything committed before it has too."""
+    marker = f"marker-{uuid.uuid4().hex}"
+    with hub.subscribe(RUN_CANCEL, marker) as seen:
+        async with await psycopg.AsyncConnection.connect(container.database_url) as conn:
+            await conn.execute("SELECT pg_notify(%s, %s)", (RUN_CANCEL, marker))
+            await conn.commit()
+        assert await seen.wait(SETTLE_SECONDS), "the marker notification never arrived"
+
+
+async def test_a_retried_request_gets_its_run_and_writes_nothing_again(
+    container: Container,
+) -> None:
+    chat = container.services.chat
+    uid = await make_user(container)
+    thread = (await chat.create_thread(uid)).thread_id
+    async with open_notifications(container) as hub:
+        pending = hub.subscribe(RUN_PENDING)
+        run, created = await chat.submit(uid, thread, "hello qzxretry", request_id="r-1")
+        assert created and await pending.wait(SETTLE_SECONDS)
+        pending.clear()
+        again, created_again = await chat.submit(uid, thread, "hello qzxretry", request_id="r-1")
+        await _all_delivered(container, hub)
+        assert not await pending.wait(0)  # no row written: no worker woken
+    assert again.id == run.id and not created_again
+    assert await _written(container, uid, thread) == (1, 1)  # one message, one pending event
+
+
+async def test_a_request_id_used_on_another_thread_conflicts(container: Container) -> None:
+    chat = container.services.chat
+    uid = await make_user(container)
+    first = (await chat.create_thread(uid)).thread_id
+    other = (await chat.create_thread(uid)).thread_id
+    await chat.submit(uid, first, "one", request_id="r-2")
+    with pytest.raises(Conflict, match="another thread"):
+        await chat.submit(uid, other, "two", request_id="r-2")
+    assert await _written(container, uid, other) == (0, 0)
+
+
+async def test_a_thread_waiting_for_a_decision_refuses_a_new_message_not_a_retry(
+    container: Container,
+) -> None:
+    """The request's own run comes back even once it waits for approval (the retry is
+    answered before the approval state is): the order of the rules before the insert
+    absorbed them."""
+    chat = container.services.chat
+    uid = await make_user(container)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "write something", request_id="r-3")
+    await sql(container, "UPDATE agent_runs SET status = 'interrupted' WHERE id = :id", id=run.id)
+    with pytest.raises(Conflict, match="approval decision"):
+        await chat.submit(uid, thread, "hello?", request_id="r-4")
+    again, created = await chat.submit(uid, thread, "write something", request_id="r-3")
+    assert again.id == run.id and not created
+    assert await _written(container, uid, thread) == (1, 1)
+    assert [r.id for r in await chat.thread_runs(uid, thread)] == [run.id]
+
+
+async def test_a_second_active_run_is_refused_and_writes_nothing(container: Container) -> None:
+    chat = container.services.chat
+    uid = await make_user(container)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "first")
+    with pytest.raises(ActiveRunExists):
+        await chat.submit(uid, thread, "second")
+    assert await _written(container, uid, thread) == (1, 1)
+    await sql(container, "UPDATE agent_runs SET status = 'completed' WHERE id = :id", id=run.id)
+    _, created = await chat.submit(uid, thread, "third")
+    assert created and await _written(container, uid, thread) == (2, 2)
+
+
+async def test_an_archived_thread_refuses_even_a_retry(container: Container) -> None:
+    chat = container.services.chat
+    uid = await make_user(container)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello", request_id="r-5")
+    await sql(container, "UPDATE agent_runs SET status = 'completed' WHERE id = :id", id=run.id)
+    await chat.archive_thread(uid, thread)
+    with pytest.raises(Conflict, match="archived"):
+        await chat.submit(uid, thread, "hello", request_id="r-5")
+    with pytest.raises(Conflict, match="archived"):
+        await chat.submit(uid, thread, "hello again", request_id="r-6")
+
+
+async def test_the_first_message_titles_the_thread_and_a_later_one_does_not(
+    container: Container,
+) -> None:
+    chat = container.services.chat
+    uid = await make_user(container)
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "\n  Plan the trip  \nsecond line")
+    assert (await chat.get_thread(uid, thread)).title == "Plan the trip"
+    await sql(container, "UPDATE agent_runs SET status = 'completed' WHERE id = :id", id=run.id)
+    await chat.submit(uid, thread, "something else")
+    assert (await chat.get_thread(uid, thread)).title == "Plan the trip"
