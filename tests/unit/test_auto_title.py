@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from yuxi.limits import AUTO_TITLE_MAX_CHARS
-from yuxi.services.chat.service import auto_title
+from yuxi.services.chat import auto_title
 
 
 def test_a_short_first_line_is_the_title() -> None:

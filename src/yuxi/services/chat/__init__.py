@@ -6,8 +6,9 @@ Public surface: :class:`ChatService`, the title rules, the views (:mod:`.views`)
 trash's.
 """
 
+from yuxi.services.chat._rules import auto_title, check_thread_title
 from yuxi.services.chat._trash import PurgeReport, ThreadTrash, TrashedThread, TrashList
-from yuxi.services.chat.service import ChatService, auto_title, check_thread_title
+from yuxi.services.chat.service import ChatService
 from yuxi.services.chat.views import (
     DecisionView,
     MemorySnapshotView,

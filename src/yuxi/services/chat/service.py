@@ -11,18 +11,11 @@ on commit, so their loaded columns stay readable. Only :func:`run_view` shapes a
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 
 from yuxi.db.models import AgentRun, Conversation
 from yuxi.errors import Conflict, InvalidArgument, NotFound
-from yuxi.limits import (
-    AUTO_TITLE_MAX_CHARS,
-    REQUEST_ID_MAX_CHARS,
-    RUN_INPUT_MAX_BYTES,
-    TITLE_MAX_CHARS,
-    TRASH_DAYS,
-)
+from yuxi.limits import RUN_INPUT_MAX_BYTES, TITLE_MAX_CHARS, TRASH_DAYS
 from yuxi.repositories.runs.run_event_repository import StreamedEvent
 from yuxi.repositories.token_repository import hash_credential
 from yuxi.services.chat._cancel import cancel_in
@@ -33,6 +26,7 @@ from yuxi.services.chat._decisions import (
     decision_request_id,
     decision_views,
 )
+from yuxi.services.chat._rules import auto_title, check_request_id, check_thread_title
 from yuxi.services.chat._trash import ThreadTrash, move_to_trash
 from yuxi.services.chat.views import (
     MessageSummary,
@@ -47,51 +41,9 @@ from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
 from yuxi.vocabulary import (
     AGENT_CALL_SOURCES,
-    SERVER_REQUEST_ID_PREFIXES,
     SETTLED_RUN_STATUSES,
 )
 from yuxi.workspace.filesystem import Workspace
-
-
-def _check_request_id(request_id: object) -> str:
-    """A client's request id: printable ASCII, at most ``REQUEST_ID_MAX_CHARS``, and never in
-    the server's namespace (:data:`~yuxi.vocabulary.SERVER_REQUEST_ID_PREFIXES`). Otherwise a
-    chat run posted as ``resume:<run id>`` would hold that interruption's decision id, and every
-    later approve or reject would be answered by it (issue 27 §6)."""
-    if request_id is None:
-        return uuid.uuid4().hex
-    if isinstance(request_id, str) and request_id.startswith(SERVER_REQUEST_ID_PREFIXES):
-        raise InvalidArgument(
-            "request_id must not start with "
-            + " or ".join(repr(p) for p in SERVER_REQUEST_ID_PREFIXES)
-            + ": those ids are the server's"
-        )
-    if (
-        not isinstance(request_id, str)
-        or not request_id.strip()
-        or len(request_id) > REQUEST_ID_MAX_CHARS
-        or not request_id.isprintable()
-        or not request_id.isascii()
-    ):
-        raise InvalidArgument(
-            f"request_id must be 1..{REQUEST_ID_MAX_CHARS} printable ASCII characters"
-        )
-    return request_id
-
-
-def check_thread_title(value: object) -> str:
-    """A thread title a user sets: stripped, not blank, at most ``TITLE_MAX_CHARS`` characters
-    of storable text (the one rule of a rename)."""
-    return check_text("title", value, max_chars=TITLE_MAX_CHARS, strip=True)
-
-
-def auto_title(first_message: str) -> str:
-    """The title a thread gets from its first message: the first non-blank line, cut to
-    ``AUTO_TITLE_MAX_CHARS`` characters (never inside a character) with an ellipsis when cut."""
-    line = next((ln.strip() for ln in first_message.splitlines() if ln.strip()), "")
-    if len(line) <= AUTO_TITLE_MAX_CHARS:
-        return line
-    return line[: AUTO_TITLE_MAX_CHARS - 1].rstrip() + "…"
 
 
 async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversation:
@@ -233,7 +185,7 @@ class ChatService:
     ) -> tuple[AgentRun, bool]:
         """Persist the user message and a pending chat run. Idempotent on ``request_id``."""
         body = check_text("input", text, max_bytes=RUN_INPUT_MAX_BYTES)
-        rid = _check_request_id(request_id)
+        rid = check_request_id(request_id)
         async with self._uow() as uow:
             conversation = await _live_thread(uow, uid, thread_id)
             run, created = await self._submit_in(uow, conversation, body, rid)
@@ -247,7 +199,7 @@ class ChatService:
         if source not in AGENT_CALL_SOURCES:
             raise InvalidArgument("source must be agent_call or agent_evaluation")
         body = check_text("input", text, max_bytes=RUN_INPUT_MAX_BYTES)
-        rid = _check_request_id(request_id)
+        rid = check_request_id(request_id)
         async with self._uow() as uow:
             existing = await uow.runs.get_by_request(uid, rid)
             if existing is not None:
