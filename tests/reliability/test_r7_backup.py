@@ -32,6 +32,7 @@ from tests.support.factories import make_user, memory_file
 from tests.support.waiting import until
 from yuxi.bootstrap import Container, bootstrap, build_worker, open_agent_runtime
 from yuxi.settings import Settings
+from yuxi.vocabulary import SETTLED_RUN_STATUSES
 from yuxi.workspace.filesystem import MEMORY_PATH
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow, TIMEOUT]
@@ -148,8 +149,13 @@ async def test_backup_under_writers_restores_into_a_fresh_cluster(
             chat = restored.services.chat
             resume, created = await chat.resume(quiet[0][0], waiting_run, "approve")
             assert created
-            assert await worker.run_once()
-            done = await chat.get_run(quiet[0][0], resume.id)
+            # A busy user's run submitted just before the snapshot is restored pending too, and
+            # older than the resume: the worker claims it first. Each turn must claim a run.
+            for _ in range(busy_n + 2):
+                assert await worker.run_once()
+                done = await chat.get_run(quiet[0][0], resume.id)
+                if done.status in SETTLED_RUN_STATUSES:
+                    break
             assert done.status == "completed", done.error_message
         assert f"approved {MARK}" in memory_file(restored, quiet[0][0]).read_text()
     finally:
