@@ -88,9 +88,11 @@ def test_ranking_finds_holders_through_the_term_index(database_url: str) -> None
     del per_user
 
 
-def test_the_window_walks_the_newest_and_stops(database_url: str) -> None:
+def test_the_window_walks_the_newest_and_stops_and_a_common_term_is_never_probed(
+    database_url: str,
+) -> None:
     _seed(database_url)
-    statement, params = statements.rank_statement(
+    statement, params = statements.sampled_rank_statement(
         HEAVY,
         ["deploy", TERM],
         phrases=[],
@@ -99,12 +101,22 @@ def test_the_window_walks_the_newest_and_stops(database_url: str) -> None:
         after=None,
         before=None,
         conversation_id=None,
-        rare_terms=[TERM],
+        docs=20_000,
+        avgdl=6.0,
+        cap=1_500,
         window=500,
     )
-    scans = _scans(database_url, statement, params)
+    nodes = plan_nodes(explain(database_url, statement, params, analyze=True))
+    scans = [n for n in nodes if n.get("Relation Name") in {"message_search", "messages"}]
     assert all(n["Node Type"] != "Seq Scan" for n in scans), _shape(scans)
     walks = [n for n in scans if n.get("Index Name") == WALK_INDEX]
-    assert walks and all(n["Node Type"] == "Index Scan" for n in walks), [
-        (n["Node Type"], n.get("Index Name")) for n in scans
+    assert walks and all(n["Node Type"] == "Index Scan" for n in walks), _shape(scans)
+    # One walk (no filters: the sample is the window), and it stops at the window.
+    assert len(walks) == 1 and walks[0]["Actual Rows"] <= 500, walks
+    # "deploy" is in every sampled row: common, so its holders (all 20,000) are never read;
+    # the rare term's are, through the term index, once.
+    probes = [n for n in nodes if n.get("Index Name") == TERM_INDEX]
+    assert probes and all(n["Actual Loops"] == 1 for n in probes), [
+        (n["Node Type"], n.get("Actual Loops"), n.get("Actual Rows")) for n in probes
     ]
+    assert sum(n["Actual Rows"] * n["Actual Loops"] for n in scans) < 2_000, _shape(scans)

@@ -321,6 +321,140 @@ async def test_a_term_absent_from_the_window_but_common_in_the_past_is_counted_c
     del recent
 
 
+async def test_a_long_history_is_ranked_by_the_sampling_rule_under_every_filter(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Randomised: the one statement that ranks a long history (the sample, the probes, the
+    corpus, BM25) agrees with the rule of design.md §6.2 written out here, over queries of
+    common, rare and absent terms, with and without filters, as the owner and as a run."""
+    full, holders, window = 20, 12, 10
+    monkeypatch.setattr(limits, "SEARCH_FULL_CORPUS_MESSAGES", full)
+    monkeypatch.setattr(limits, "SEARCH_TERM_HOLDERS", holders)
+    monkeypatch.setattr(limits, "SEARCH_WINDOW_MESSAGES", window)
+    rng = random.Random(11)
+    alice = await seed_user(container)
+    common, middling, rare = ["tea", "garden"], ["porto", "guitar", "heater"], ["oolong", "乌龙茶"]
+
+    def line() -> str:
+        words = rng.choices(common, k=rng.randint(0, 3)) + rng.choices(
+            middling, k=rng.randint(0, 1)
+        )
+        if rng.random() < 0.06:
+            words.append(rng.choice(rare))
+        return " ".join([*words, "filler"])
+
+    threads: list[Any] = []
+    contents: dict[int, str] = {}
+    visible: set[int] = set()
+    # Two topics only the oldest messages hold: one more than the bound of a lone term (common,
+    # though the sample holds none of it), one exactly the bound (rare).
+    old_topics = ["oldtopic"] * (holders + 1) + ["pasttopic"] * holders
+    for status in ("active", "active", "active", "archived"):
+        lines = [line() for _ in range(rng.randint(15, 25))]
+        if not threads:
+            lines = [f"{topic} {line()}" for topic in old_topics] + lines
+        thread, ids = await new_thread(container, alice, lines, status=status)
+        threads.append(thread)
+        contents.update(zip(ids, lines, strict=True))
+        if status == "active":
+            visible.update(ids)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    order = list(contents)
+    rng.shuffle(order)
+    order.sort(key=lambda m: "topic " not in contents[m])  # stable: the old topics first
+    when = {m: start + timedelta(minutes=k) for k, m in enumerate(order)}
+    async with tx(container) as s:
+        for m, moment in when.items():
+            await s.execute(update(Message).where(Message.id == m).values(created_at=moment))
+        found = await s.execute(
+            text("SELECT id, conversation_id FROM messages WHERE id = ANY(:i)"), {"i": list(when)}
+        )
+        thread_of = {int(r.id): int(r.conversation_id) for r in found}
+    stored = {m: await terms_of(container, c) for m, c in contents.items()}
+    terms = {m: set(ts) for m, ts in stored.items()}
+    newest_first = sorted(contents, key=lambda m: (when[m], m), reverse=True)
+
+    def expected(query: list[str], after: Any, before: Any, conv: int | None) -> Any:
+        cap = holders // len(query)
+
+        def within(m: int) -> bool:
+            return (
+                (after is None or when[m] >= after)
+                and (before is None or when[m] < before)
+                and (conv is None or thread_of[m] == conv)
+            )
+
+        sample = [m for m in newest_first[:window] if m in visible]
+        verdicts = []
+        for term in query:
+            held = sum(1 for m in sample if term in terms[m])
+            everywhere = sum(1 for m in visible if term in terms[m])
+            verdicts.append(held * len(visible) / max(len(sample), 1) > cap or everywhere > cap)
+        if any(verdicts):
+            walked = [m for m in newest_first if within(m)][:window]
+            rare_terms = {t for t, c in zip(query, verdicts, strict=True) if not c}
+            corpus = {m for m in walked if m in visible}
+            corpus |= {m for m in visible if within(m) and terms[m] & rare_terms}
+            searched: int | None = len(corpus)
+        else:
+            corpus, searched = set(visible), None
+        scores = reference_scores({m: stored[m] for m in corpus}, query)
+        best = sorted(
+            ((m, x) for m, x in scores.items() if within(m)), key=lambda kv: (-kv[1], -kv[0])
+        )
+        return best[:10], searched
+
+    queries = [
+        "tea",
+        "oolong",
+        "porto",
+        "tea oolong",
+        "garden guitar 乌龙茶",
+        "absentword",
+        "heater porto",
+        "tea garden heater",
+        "乌龙茶",
+        "oldtopic",
+        "pasttopic",
+        "oldtopic pasttopic",
+        "oolong pasttopic",
+    ]
+    moments = sorted(when.values())
+    checked = windowed = 0
+    for query_text in queries:
+        query = await terms_of(container, query_text, query=True)
+        for case_no in range(4):
+            after = before = conv = thread_id = None
+            if case_no == 1:
+                after = moments[len(moments) // 3]
+            elif case_no == 2:
+                before = moments[len(moments) // 2]
+            elif case_no == 3:
+                conv, thread_id = threads[1].id, threads[1].thread_id
+            best, searched = expected(query, after, before, conv)
+            for run in (None, str(uuid.uuid4())):
+                result = await search(
+                    container,
+                    alice,
+                    query_text,
+                    after=after,
+                    before=before,
+                    thread_id=thread_id,
+                    current_run_id=run,
+                )
+                got = [(i["message_id"], i["score"]) for i in result["items"]]
+                where = (query_text, case_no, run)
+                assert [m for m, _ in got] == [m for m, _ in best], where
+                for (_, score), (_, ref) in zip(got, best, strict=True):
+                    assert math.isclose(score, ref, abs_tol=1e-3), where
+                assert result["complete"] is (searched is None), where
+                assert result.get("searched_messages") == searched, where
+                checked += 1
+                windowed += searched is not None
+    # Both ways of ranking were exercised.
+    assert 0 < windowed < checked
+
+
 # -- filters ----------------------------------------------------------------------------------
 
 

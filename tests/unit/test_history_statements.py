@@ -18,10 +18,6 @@ A, B = "uid-marker-a-甲", "uid-marker-b-乙"
 SHAPES: dict[str, Callable[[str, int], Statement]] = {
     "corpus": lambda uid, n: statements.corpus_statement(uid, None),
     "corpus, own run": lambda uid, n: statements.corpus_statement(uid, f"run-{uid}"),
-    "probe": lambda uid, n: statements.probe_statement(uid, [f"t{n}", uid], n, None),
-    "window counts": lambda uid, n: statements.window_counts_statement(
-        uid, [f"t{n}", "x"], n, None
-    ),
     "rank": lambda uid, n: statements.rank_statement(
         uid,
         [f"deploy{n}", "部署"],
@@ -34,7 +30,7 @@ SHAPES: dict[str, Callable[[str, int], Statement]] = {
         docs=100 + n,
         avgdl=float(n),
     ),
-    "rank, windowed, phrase, own run": lambda uid, n: statements.rank_statement(
+    "sampled rank, phrase, own run": lambda uid, n: statements.sampled_rank_statement(
         uid,
         [f"deploy{n}", "部署"],
         phrases=[([f"deploy{n}"], f"deploy{n}")],
@@ -42,18 +38,25 @@ SHAPES: dict[str, Callable[[str, int], Statement]] = {
         current_run_id=f"run-{uid}",
         after=None,
         before=None,
-        conversation_id=n,
-        rare_terms=["部署"],
+        conversation_id=None,
+        docs=3000 + n,
+        avgdl=float(n),
+        cap=n,
         window=200 + n,
     ),
-    "window size, own run": lambda uid, n: statements.window_size_statement(
+    "sampled rank, filtered": lambda uid, n: statements.sampled_rank_statement(
         uid,
-        rare_terms=[f"t{n}"],
-        window=n,
-        current_run_id=f"run-{uid}",
+        [f"deploy{n}"],
+        phrases=[],
+        limit=n,
+        current_run_id=None,
         after=None,
         before=None,
-        conversation_id=None,
+        conversation_id=n,
+        docs=3000 + n,
+        avgdl=float(n),
+        cap=n,
+        window=200 + n,
     ),
     "details": lambda uid, n: statements.details_statement(uid, [n, n + 1]),
     "thread filter": lambda uid, n: statements.thread_filter_statement(uid, f"thread-{uid}"),

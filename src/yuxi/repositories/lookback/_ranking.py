@@ -1,9 +1,8 @@
 """What a ranked search takes and gives: :class:`SearchRequest` (its arguments, validated once
 by the service), :class:`SearchHit` / :class:`SearchHits` (the rows, unshaped: the service turns
-them into the budgeted response), and the two ranking helpers :meth:`LookbackRepository.
-search_messages` uses: which terms are common in a long history, and which term a hit's snippet
-centres on. The statements are in :mod:`._query`, :mod:`._sample` and :mod:`._search`; the rules
-they follow in design.md §6.2.
+them into the budgeted response), and which term a hit's snippet centres on
+(:func:`best_term`). The statements are in :mod:`._query`, :mod:`._sample` and
+:mod:`._search`; the rules they follow in design.md §6.2.
 """
 
 from __future__ import annotations
@@ -12,12 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from yuxi import limits
-from yuxi.repositories.lookback import _sample as sample
-
-__all__ = ["Neighbour", "SearchHit", "SearchHits", "SearchRequest", "best_term", "common_terms"]
+__all__ = ["Neighbour", "SearchHit", "SearchHits", "SearchRequest", "best_term"]
 
 
 @dataclass(frozen=True)
@@ -72,30 +66,6 @@ class SearchHits:
     hits: list[SearchHit]
     searched_messages: int | None = None
     left_out_terms: list[str] = field(default_factory=list)
-
-
-async def common_terms(
-    session: AsyncSession, request: SearchRequest, terms: list[str], docs: int
-) -> list[bool]:
-    """Which of ``terms`` more than ``SEARCH_TERM_HOLDERS / len(terms)`` of the caller's
-    ``docs`` visible messages hold. The newest ``SEARCH_WINDOW_MESSAGES`` (their visible ones)
-    are a sample: a
-    term their share puts above the bound is common without counting; every other term's
-    holders are counted, up to the bound plus one."""
-    uid, run, owner = request.uid, request.current_run_id, {"owner_view": request.owner_view}
-    cap = limits.SEARCH_TERM_HOLDERS // len(terms)
-    window = limits.SEARCH_WINDOW_MESSAGES
-    sampled, values = sample.window_counts_statement(uid, terms, window, run)
-    counts = (await session.execute(sampled, {**values, **owner})).one()
-    rows = max(int(counts[0]), 1)
-    common = [int(held) * docs / rows > cap for held in counts[1:]]
-    unsure = [t for t, c in zip(terms, common, strict=True) if not c]
-    if unsure:
-        probe_sql, values = sample.probe_statement(uid, unsure, cap + 1, run)
-        probe = await session.execute(probe_sql, {**values, **owner})
-        counted = dict(zip(unsure, (int(row.holders) > cap for row in probe), strict=True))
-        common = [c or counted[t] for t, c in zip(terms, common, strict=True)]
-    return common
 
 
 def best_term(row: Any, terms: list[str]) -> str:

@@ -1,7 +1,28 @@
-"""The history search's sample of a long history: which query terms are common (the newest
-messages as a sample, the other terms' holders counted up to a bound), and how many messages a
-windowed corpus holds. The rules are in :mod:`yuxi.limits` (``SEARCH_*``) and design.md §6.2;
-the corpus and ranking statements they decide between are in :mod:`._history_search`.
+"""The ranked search of a long history, in one statement: which query terms are common, the
+windowed corpus they call for, and BM25 over it (design.md §6.2; the rules are in
+:mod:`yuxi.limits`, ``SEARCH_*``).
+
+For a caller with more than ``SEARCH_FULL_CORPUS_MESSAGES`` visible messages, a term held by
+more than ``SEARCH_TERM_HOLDERS // terms`` of them is *common*. The statement decides it as the
+separate statements before it did, and reads each part once:
+
+1. **the sample**: the visible ones among the caller's newest ``SEARCH_WINDOW_MESSAGES`` (one
+   walk of ``(uid, created_at DESC)``), with each term's frequency in each row. A term whose
+   share there, scaled to the whole history, is above the bound is common without counting;
+2. **the probe**, for each other term only (a one-time filter: a common term's holders are
+   never read): its visible holders through the term index, at most the bound plus one. More
+   than the bound: common. Otherwise the probe has read *every* holder, and those rows are the
+   term's part of the corpus as they are — not read again;
+3. **the corpus**: with a common term, the newest visible messages within the filters (the
+   sample itself when there are no filters, else a second walk within them) and every holder of
+   a rare term within the filters, its statistics its own; with none, every holder of a term,
+   ranked with the full corpus's ``docs`` and ``avgdl`` (:func:`._search.corpus_statement`);
+4. BM25 over it (:func:`._search.rank_over`).
+
+Before this, the sample, the probes and the ranking were three statements: the newest messages
+were walked twice and a rare term's holders read twice (figures: docs/performance.md, B4).
+The statement always returns at least one row, so the size of a windowed corpus is known even
+when nothing ranks (``message_id`` is then ``NULL``).
 """
 
 from __future__ import annotations
@@ -9,98 +30,170 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from sqlalchemy import Integer, Select, bindparam, func, select, union
+from sqlalchemy import (
+    Boolean,
+    Float,
+    Integer,
+    Select,
+    bindparam,
+    case,
+    cast,
+    exists,
+    func,
+    literal,
+    not_,
+    nulls_last,
+    select,
+    true,
+    union,
+)
 from sqlalchemy.dialects.postgresql import array
 
+from yuxi.repositories.lookback import _params as p
 from yuxi.repositories.lookback._params import Statement
 from yuxi.repositories.lookback._search import (
-    _RARE,
+    _AVGDL,
+    _DOCS,
     _TERMS,
     S,
-    _newest,
-    _returnable,
-    _searchable,
-    _visible_threads,
+    newest_rows,
+    phrase_values,
+    rank_over,
+    returnable_filters,
+    searchable_rows,
+    term_values,
+    visible_threads,
+    with_frequencies,
 )
 
-__all__ = ["probe_statement", "window_counts_statement", "window_size_statement"]
+__all__ = ["sampled_rank_statement"]
 
 _CAP = bindparam("cap", type_=Integer())
 
 
 @functools.cache
-def _probe(own_run: bool) -> Select[*tuple[Any, ...]]:
-    visible = _visible_threads()
+def _sampled_rank(n: int, phrases: int, filtered: bool, own_run: bool) -> Select[*tuple[Any, ...]]:
+    visible = visible_threads()
+    # One set of conditions for every part: the run chain is one CTE of the statement.
+    searchable = searchable_rows(visible, own_run)
+    row_columns = (S.message_id, S.created_at, S.conversation_id)
+    sample = (
+        newest_rows(searchable, filtered=False, frequencies=n)
+        .cte("sample")
+        .prefix_with("MATERIALIZED")
+    )
+    newest = sample
+    if filtered:
+        newest = (
+            newest_rows(searchable, filtered=True, frequencies=n)
+            .cte("newest")
+            .prefix_with("MATERIALIZED")
+        )
+    counts = (
+        select(
+            func.count().label("rows"),
+            array([func.count().filter(sample.c[f"tf{i}"] > 0) for i in range(n)]).label("held"),
+        )
+        .select_from(sample)
+        .cte("counts")
+        .prefix_with("MATERIALIZED")
+    )
     terms = func.unnest(_TERMS).table_valued("term", with_ordinality="ord").render_derived()
+    # A term's share of the sample, scaled to the whole history, above the bound: common
+    # (float arithmetic, as the bound was always compared).
+    common_in_sample = (
+        cast(counts.c.held[cast(terms.c.ord, Integer)], Float)
+        * _DOCS
+        / cast(func.greatest(counts.c.rows, 1), Float)
+        > _CAP
+    )
     holders = (
-        select(S.message_id)
-        .where(S.terms.contains(array([terms.c.term])), *_searchable(visible, own_run))
-        .limit(_CAP)
-        .correlate(terms)
-        .subquery("holders")
+        with_frequencies(select(*row_columns), n)
+        .where(S.terms.contains(array([terms.c.term])), *searchable, not_(common_in_sample))
+        .limit(_CAP + 1)
+        .lateral("holders")
     )
-    held = select(func.count()).select_from(holders).scalar_subquery()
-    return select(terms.c.ord, held.label("holders")).select_from(terms).order_by(terms.c.ord)
-
-
-def probe_statement(uid: str, terms: list[str], cap: int, current_run_id: str | None) -> Statement:
-    """For each of ``terms`` (in order): how many visible messages hold it, counted up to
-    ``cap`` (a count of ``cap`` means *at least*): at most ``cap`` rows read per term."""
-    return _probe(current_run_id is not None), {
-        "uid": uid,
-        "terms": terms,
-        "cap": cap,
-        "run_id": current_run_id,
-    }
-
-
-@functools.cache
-def _window_counts(n: int, own_run: bool) -> Select[*tuple[Any, ...]]:
-    visible = _visible_threads()
-    newest = _newest(_searchable(visible, own_run), filtered=False, frequencies=n).subquery()
-    return select(
-        func.count().label("rows"),
-        *(func.count().filter(newest.c[f"tf{i}"] > 0) for i in range(n)),
+    probe = (
+        select(terms.c.ord, *holders.c)
+        .select_from(counts.join(terms, true()).join(holders, true()))
+        .cte("probe")
+        .prefix_with("MATERIALIZED")
+    )
+    probed = select(func.count()).where(probe.c.ord == terms.c.ord).scalar_subquery()
+    verdict = (
+        select(terms.c.ord, (common_in_sample | (probed > _CAP)).label("common"))
+        .select_from(counts.join(terms, true()))
+        .cte("verdict")
+        .prefix_with("MATERIALIZED")
+    )
+    windowed = exists().where(verdict.c.common)
+    rare = (
+        select(*(c for c in probe.c if c.name != "ord"))
+        .join(verdict, verdict.c.ord == probe.c.ord)
+        .where(not_(verdict.c.common))
+    )
+    corpus = (
+        union(
+            select(*newest.c).where(windowed),
+            # Windowed, a rare holder joins the corpus within the filters; otherwise every
+            # holder is a candidate and the filters pick what is returned (as in full ranking).
+            rare.where(*(not_(windowed) | f for f in returnable_filters(probe.c))),
+        )
+        .cte("corpus")
+        .prefix_with("MATERIALIZED")
+    )
+    docs = case((windowed, cast(func.count(), Float)), else_=_DOCS)
+    avgdl = case(
+        (windowed, func.coalesce(cast(func.avg(corpus.c.dl), Float), literal(1.0, Float))),
+        else_=_AVGDL,
+    )
+    ranked, weights, score = rank_over(corpus, docs, avgdl, n, phrases)
+    hits = ranked.order_by(score.desc(), corpus.c.message_id.desc()).limit(p.LIMIT).lateral("hits")
+    return (
+        select(
+            *(c for c in hits.c if c.name != "docs"),
+            weights.c.docs,
+            cast(windowed, Boolean).label("windowed"),
+        )
+        .select_from(weights.outerjoin(hits, true()))
+        .order_by(nulls_last(hits.c.score.desc()), hits.c.message_id.desc())
     )
 
 
-def window_counts_statement(
-    uid: str, terms: list[str], window: int, current_run_id: str | None
-) -> Statement:
-    """``(rows, holders of term 0, …)`` among the caller's newest ``window`` visible messages:
-    a sample that tells which terms are common in a long history without counting them all."""
-    values: dict[str, Any] = {"uid": uid, "window": window, "run_id": current_run_id}
-    values.update({f"t{i}": term for i, term in enumerate(terms)})
-    return _window_counts(len(terms), current_run_id is not None), values
-
-
-@functools.cache
-def _window_size(own_run: bool) -> Select[*tuple[Any, ...]]:
-    visible = _visible_threads()
-    searchable = _searchable(visible, own_run)
-    newest = _newest(searchable, filtered=True)
-    rare = select(S.message_id).where(*searchable, *_returnable(), S.terms.overlap(_RARE))
-    return select(func.count()).select_from(union(newest, rare).subquery("corpus"))
-
-
-def window_size_statement(
+def sampled_rank_statement(
     uid: str,
+    terms: list[str],
     *,
-    rare_terms: list[str],
-    window: int,
+    phrases: list[tuple[list[str], str]],
+    limit: int,
     current_run_id: str | None,
     after: Any,
     before: Any,
     conversation_id: int | None,
+    docs: int,
+    avgdl: float,
+    cap: int,
+    window: int,
 ) -> Statement:
-    """How many messages the windowed corpus of :func:`rank_statement` holds (for a search that
-    ranked nothing: its rows carry the count otherwise)."""
-    return _window_size(current_run_id is not None), {
+    """The best ``limit`` matches of a long history (``docs`` visible messages, ``avgdl`` terms
+    each on average): rows ``(message_id, created_at, score, tf0.., idf0.., docs, windowed)``,
+    or one row with ``message_id`` ``NULL`` when none ranks. ``windowed``: a term was common
+    and the windowed corpus (``docs`` messages) was ranked; otherwise every holder of a term,
+    with the full corpus's statistics. ``cap``: the bound on a term's holders; ``window``: the
+    newest messages sampled."""
+    filtered = after is not None or before is not None or conversation_id is not None
+    statement = _sampled_rank(len(terms), len(phrases), filtered, current_run_id is not None)
+    values: dict[str, Any] = {
         "uid": uid,
-        "rare_terms": rare_terms,
-        "window": window,
+        "terms": terms,
+        "limit": limit,
         "run_id": current_run_id,
         "after": after,
         "before": before,
         "conversation_id": conversation_id,
+        "docs": docs,
+        "avgdl": avgdl,
+        "cap": cap,
+        "window": window,
     }
+    return statement, {**values, **term_values(terms), **phrase_values(phrases)}

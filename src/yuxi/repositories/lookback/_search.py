@@ -43,7 +43,6 @@ from sqlalchemy import (
     literal,
     or_,
     select,
-    union,
 )
 
 from yuxi.db.models import Conversation, Message, MessageSearch
@@ -60,7 +59,15 @@ __all__ = [
     "K1",
     "B",
     "corpus_statement",
+    "newest_rows",
+    "phrase_values",
+    "rank_over",
     "rank_statement",
+    "returnable_filters",
+    "searchable_rows",
+    "term_values",
+    "visible_threads",
+    "with_frequencies",
 ]
 
 #: BM25's term-frequency saturation and length normalisation: the usual values (Lucene's ``b``;
@@ -71,7 +78,6 @@ B = 0.75
 
 S = MessageSearch
 _TERMS = bindparam("terms", type_=ARRAY(Text()))
-_RARE = bindparam("rare_terms", type_=ARRAY(Text()))
 _AFTER = bindparam("after", type_=DateTime(timezone=True))
 _BEFORE = bindparam("before", type_=DateTime(timezone=True))
 _DOCS = bindparam("docs", type_=Float())
@@ -85,7 +91,7 @@ def _term(i: int) -> Any:
 # -- the visible threads and the corpus ----------------------------------------------------
 
 
-def _visible_threads() -> CTE:
+def visible_threads() -> CTE:
     return (
         select(Conversation.id, Conversation.searchable_messages, Conversation.searchable_terms)
         .where(*visible_conversation(p.UID, owner_view=p.OWNER_VIEW))
@@ -94,7 +100,7 @@ def _visible_threads() -> CTE:
     )
 
 
-def _searchable(visible: CTE, own_run: bool) -> list[ColumnElement[bool]]:
+def searchable_rows(visible: CTE, own_run: bool) -> list[ColumnElement[bool]]:
     """A row of ``message_search`` the caller may find: their own, in a visible thread, not of
     the searching run (or the runs it resumes)."""
     return [
@@ -104,18 +110,18 @@ def _searchable(visible: CTE, own_run: bool) -> list[ColumnElement[bool]]:
     ]
 
 
-def _returnable() -> list[ColumnElement[bool]]:
+def returnable_filters(rows: Any = S) -> list[ColumnElement[bool]]:
     """The filters: which corpus rows may be returned (``NULL``: no such filter)."""
     return [
-        or_(_AFTER.is_(None), S.created_at >= _AFTER),
-        or_(_BEFORE.is_(None), S.created_at < _BEFORE),
-        or_(p.CONVERSATION.is_(None), S.conversation_id == p.CONVERSATION),
+        or_(_AFTER.is_(None), rows.created_at >= _AFTER),
+        or_(_BEFORE.is_(None), rows.created_at < _BEFORE),
+        or_(p.CONVERSATION.is_(None), rows.conversation_id == p.CONVERSATION),
     ]
 
 
 @functools.cache
 def _corpus(own_run: bool) -> Select[*tuple[Any, ...]]:
-    visible = _visible_threads()
+    visible = visible_threads()
     threads = select(
         func.coalesce(func.sum(visible.c.searchable_messages), 0).label("docs"),
         func.coalesce(func.sum(visible.c.searchable_terms), 0).label("terms"),
@@ -148,25 +154,23 @@ def corpus_statement(uid: str, current_run_id: str | None) -> Statement:
 # -- the newest messages ------------------------------------------------------------------------
 
 
-def _newest(
+def newest_rows(
     searchable: list[ColumnElement[bool]], *, filtered: bool, frequencies: int | None = None
 ) -> Select[*tuple[Any, ...]]:
     """The visible ones of the caller's newest ``WINDOW`` indexed messages (within the filters
     if ``filtered``): a walk of ``(uid, created_at DESC)`` that stops there. Their ids, or with
-    ``frequencies`` the columns :func:`_with_frequencies` adds for that many terms.
+    ``frequencies`` the columns :func:`with_frequencies` adds for that many terms.
 
     The walk's own ``LIMIT`` bounds what it reads, so the planner walks the index in order and
     stops, whatever the filters (without it, a date range made it read every row of the range
     through a bitmap and sort them). Visibility is applied to the rows walked."""
     inner = select(S.message_id)
     if frequencies is not None:
-        inner = _with_frequencies(
-            select(S.message_id, S.created_at, S.conversation_id), frequencies
-        )
+        inner = with_frequencies(select(S.message_id, S.created_at, S.conversation_id), frequencies)
     names = [c.name for c in inner.selected_columns]
     walk = (
         inner.add_columns(and_(*searchable).label("visible"))
-        .where(S.uid == p.UID, *(_returnable() if filtered else ()))
+        .where(S.uid == p.UID, *(returnable_filters() if filtered else ()))
         .order_by(S.created_at.desc(), S.message_id.desc())
         .limit(p.WINDOW)
         .subquery("walk")
@@ -177,7 +181,7 @@ def _newest(
 # -- ranking ---------------------------------------------------------------------------------
 
 
-def _with_frequencies(query: Select[*tuple[Any, ...]], n: int) -> Select[*tuple[Any, ...]]:
+def with_frequencies(query: Select[*tuple[Any, ...]], n: int) -> Select[*tuple[Any, ...]]:
     return query.add_columns(
         func.cardinality(S.terms).label("dl"),
         *(
@@ -203,32 +207,13 @@ def _phrase_conditions(phrases: int) -> list[ColumnElement[bool]]:
     return conditions
 
 
-@functools.cache
-def _rank(n: int, phrases: int, windowed: bool, own_run: bool) -> Select[*tuple[Any, ...]]:
-    visible = _visible_threads()
-    base = select(S.message_id, S.created_at, S.conversation_id)
-    if windowed:
-        # The corpus: the newest visible messages within the filters, and every holder of a
-        # rare term within them. Its statistics are its own.
-        # One set of conditions for both parts: the run chain is one CTE of the statement.
-        searchable = _searchable(visible, own_run)
-        newest = _newest(searchable, filtered=True, frequencies=n)
-        rare = _with_frequencies(base, n).where(*searchable, *_returnable(), S.terms.overlap(_RARE))
-        corpus = union(newest, rare).cte("corpus").prefix_with("MATERIALIZED")
-        docs: ColumnElement[Any] = cast(func.count(), Float)
-        avgdl: ColumnElement[Any] = func.coalesce(
-            cast(func.avg(corpus.c.dl), Float), literal(1.0, Float)
-        )
-        candidates = corpus
-    else:
-        candidates = (
-            _with_frequencies(base, n)
-            .where(*_searchable(visible, own_run), S.terms.overlap(_TERMS))
-            .cte("candidates")
-            .prefix_with("MATERIALIZED")
-        )
-        docs = _DOCS
-        avgdl = _AVGDL
+def rank_over(
+    candidates: Any, docs: ColumnElement[Any], avgdl: ColumnElement[Any], n: int, phrases: int
+) -> tuple[Select[*tuple[Any, ...]], CTE, ColumnElement[Any]]:
+    """BM25 over ``candidates`` (rows ``message_id, created_at, dl, tf0..``): the statistics
+    (``docs``, ``avgdl``, each term's holders among the candidates), the weights, and the rows
+    that hold a term and pass the filters and phrases, unordered. Returns ``(ranked, weights,
+    score)``; the caller orders by ``score`` and limits."""
     tf = [candidates.c[f"tf{i}"] for i in range(n)]
     stats = select(
         cast(docs, Float).label("docs"),
@@ -266,15 +251,24 @@ def _rank(n: int, phrases: int, windowed: bool, own_run: bool) -> Select[*tuple[
     returnable = (
         select(S.message_id)
         .where(S.message_id == candidates.c.message_id)
-        .where(*_returnable(), *_phrase_conditions(phrases))
+        .where(*returnable_filters(), *_phrase_conditions(phrases))
         .exists()
     )
     holds_a_term = or_(*(t > 0 for t in tf)) if n else false()
-    return (
-        ranked.where(holds_a_term, returnable)
-        .order_by(score.desc(), candidates.c.message_id.desc())
-        .limit(p.LIMIT)
+    return ranked.where(holds_a_term, returnable), weights, score
+
+
+@functools.cache
+def _rank(n: int, phrases: int, own_run: bool) -> Select[*tuple[Any, ...]]:
+    visible = visible_threads()
+    candidates = (
+        with_frequencies(select(S.message_id, S.created_at, S.conversation_id), n)
+        .where(*searchable_rows(visible, own_run), S.terms.overlap(_TERMS))
+        .cte("candidates")
+        .prefix_with("MATERIALIZED")
     )
+    ranked, _, score = rank_over(candidates, _DOCS, _AVGDL, n, phrases)
+    return ranked.order_by(score.desc(), candidates.c.message_id.desc()).limit(p.LIMIT)
 
 
 def rank_statement(
@@ -287,19 +281,14 @@ def rank_statement(
     after: Any,
     before: Any,
     conversation_id: int | None,
-    docs: int | None = None,
-    avgdl: float | None = None,
-    rare_terms: list[str] | None = None,
-    window: int | None = None,
+    docs: int,
+    avgdl: float,
 ) -> Statement:
-    """The best ``limit`` matches: ``(message_id, created_at, score, tf0.., idf0..)``.
-
-    ``docs``/``avgdl`` (from :func:`corpus_statement`): rank over the full corpus. ``window``
-    and ``rare_terms``: rank over the windowed corpus instead (its statistics computed here).
-    ``phrases``: ``(terms, phrase)`` pairs every returned row must hold.
-    """
-    windowed = window is not None
-    statement = _rank(len(terms), len(phrases), windowed, current_run_id is not None)
+    """The best ``limit`` matches over every visible message (the full corpus, its ``docs`` and
+    ``avgdl`` from :func:`corpus_statement`): ``(message_id, created_at, score, docs, tf0..,
+    idf0..)``. ``phrases``: ``(terms, phrase)`` pairs every returned row must hold. A long
+    history with a common term is ranked by :func:`._sample.sampled_rank_statement` instead."""
+    statement = _rank(len(terms), len(phrases), current_run_id is not None)
     values: dict[str, Any] = {
         "uid": uid,
         "terms": terms,
@@ -310,11 +299,17 @@ def rank_statement(
         "conversation_id": conversation_id,
         "docs": docs,
         "avgdl": avgdl,
-        "rare_terms": rare_terms or [],
-        "window": window,
     }
-    values.update({f"t{i}": term for i, term in enumerate(terms)})
+    return statement, {**values, **term_values(terms), **phrase_values(phrases)}
+
+
+def term_values(terms: list[str]) -> dict[str, Any]:
+    return {f"t{i}": term for i, term in enumerate(terms)}
+
+
+def phrase_values(phrases: list[tuple[list[str], str]]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
     for k, (phrase_terms, phrase) in enumerate(phrases):
         values[f"phrase_terms{k}"] = phrase_terms
         values[f"phrase_pattern{k}"] = "%" + escape_like(phrase) + "%"
-    return statement, values
+    return values

@@ -96,27 +96,32 @@ class LookbackRepository:
         corpus, values = search.corpus_statement(uid, run)
         docs, total = (await session.execute(corpus, {**values, **owner})).one()
         docs, total = int(docs), int(total)
-        common: list[bool] = [False] * len(used)
-        # The regime limits are read at each call (one definition, which a test may lower).
+        ranking_args: dict[str, Any] = {
+            "phrases": list(zip(phrase_terms, phrases, strict=True)),
+            "limit": request.limit,
+            "current_run_id": run,
+            "conversation_id": conversation_id,
+            "after": request.after,
+            "before": request.before,
+            "docs": docs,
+            "avgdl": total / docs if docs else 1.0,
+        }
+        searched: int | None = None
         if docs > limits.SEARCH_FULL_CORPUS_MESSAGES:
-            common = await ranking.common_terms(session, request, used, docs)
-        windowed = any(common)
-        rare = [t for t, c in zip(used, common, strict=True) if not c]
-        filters = {"after": request.after, "before": request.before}
-        rank, values = search.rank_statement(
-            uid,
-            used,
-            phrases=list(zip(phrase_terms, phrases, strict=True)),
-            limit=request.limit,
-            current_run_id=run,
-            conversation_id=conversation_id,
-            docs=docs,
-            avgdl=total / docs if docs else 1.0,
-            rare_terms=rare,
-            window=limits.SEARCH_WINDOW_MESSAGES if windowed else None,
-            **filters,
-        )
-        ranked = (await session.execute(rank, {**values, **owner})).all()
+            rank, values = sample.sampled_rank_statement(
+                uid,
+                used,
+                cap=limits.SEARCH_TERM_HOLDERS // len(used),
+                window=limits.SEARCH_WINDOW_MESSAGES,
+                **ranking_args,
+            )
+            ranked = (await session.execute(rank, {**values, **owner})).all()
+            if ranked and ranked[0].windowed:
+                searched = int(ranked[0].docs)
+            ranked = [row for row in ranked if row.message_id is not None]
+        else:
+            rank, values = search.rank_statement(uid, used, **ranking_args)
+            ranked = (await session.execute(rank, {**values, **owner})).all()
         details, values = query_sql.details_statement(uid, [int(r.message_id) for r in ranked], run)
         found_rows = await session.execute(details, {**values, **owner})
         shown = {int(row.message_id): row for row in found_rows}
@@ -135,19 +140,6 @@ class LookbackRepository:
                     after=_neighbour(detail, "after"),
                 )
             )
-        searched: int | None = None
-        if windowed and ranked:
-            searched = int(ranked[0].docs)
-        elif windowed:
-            size, values = sample.window_size_statement(
-                uid,
-                rare_terms=rare,
-                window=limits.SEARCH_WINDOW_MESSAGES,
-                current_run_id=run,
-                conversation_id=conversation_id,
-                **filters,
-            )
-            searched = int((await session.execute(size, {**values, **owner})).scalar_one())
         return SearchHits(hits, searched_messages=searched, left_out_terms=left_out)
 
     async def read_messages(

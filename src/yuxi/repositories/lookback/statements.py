@@ -12,11 +12,7 @@ from yuxi.repositories.lookback._query import (
     thread_filter_statement,
 )
 from yuxi.repositories.lookback._reads import thread_statement, thread_window, tool_calls_statement
-from yuxi.repositories.lookback._sample import (
-    probe_statement,
-    window_counts_statement,
-    window_size_statement,
-)
+from yuxi.repositories.lookback._sample import sampled_rank_statement
 from yuxi.repositories.lookback._search import corpus_statement, rank_statement
 from yuxi.repositories.lookback._threads import threads_statement
 
@@ -25,14 +21,12 @@ __all__ = [
     "Statement",
     "corpus_statement",
     "details_statement",
-    "probe_statement",
     "rank_statement",
+    "sampled_rank_statement",
     "terms_statement",
     "thread_filter_statement",
     "thread_statement",
     "thread_window",
     "threads_statement",
     "tool_calls_statement",
-    "window_counts_statement",
-    "window_size_statement",
 ]
