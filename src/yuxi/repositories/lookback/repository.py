@@ -122,9 +122,13 @@ class LookbackRepository:
         else:
             rank, values = search.rank_statement(uid, used, **ranking_args)
             ranked = (await session.execute(rank, {**values, **owner})).all()
-        details, values = query_sql.details_statement(uid, [int(r.message_id) for r in ranked], run)
-        found_rows = await session.execute(details, {**values, **owner})
-        shown = {int(row.message_id): row for row in found_rows}
+        shown: dict[int, Any] = {}
+        if ranked:  # (a miss asks nothing more)
+            details, values = query_sql.details_statement(
+                uid, [int(r.message_id) for r in ranked], run
+            )
+            found_rows = await session.execute(details, {**values, **owner})
+            shown = {int(row.message_id): row for row in found_rows}
         hits: list[SearchHit] = []
         for row in ranked:
             detail = shown.get(int(row.message_id))
