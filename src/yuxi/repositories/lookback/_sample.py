@@ -107,9 +107,14 @@ def _sampled_rank(n: int, phrases: int, filtered: bool, own_run: bool) -> Select
         / cast(func.greatest(counts.c.rows, 1), Float)
         > _CAP
     )
+    # Without filters a rare term's holders are its part of the corpus: the probe reads them
+    # with their frequencies, once. With filters only those within them are, and the probe
+    # only counts (as a filter may leave a handful of a rare term's thousand holders).
+    probed_rows = select(S.message_id) if filtered else with_frequencies(select(*row_columns), n)
     holders = (
-        with_frequencies(select(*row_columns), n)
-        .where(S.terms.contains(array([terms.c.term])), *searchable, not_(common_in_sample))
+        probed_rows.where(
+            S.terms.contains(array([terms.c.term])), *searchable, not_(common_in_sample)
+        )
         .limit(_CAP + 1)
         .lateral("holders")
     )
@@ -121,27 +126,45 @@ def _sampled_rank(n: int, phrases: int, filtered: bool, own_run: bool) -> Select
     )
     probed = select(func.count()).where(probe.c.ord == terms.c.ord).scalar_subquery()
     verdict = (
-        select(terms.c.ord, (common_in_sample | (probed > _CAP)).label("common"))
+        select(terms.c.ord, terms.c.term, (common_in_sample | (probed > _CAP)).label("common"))
         .select_from(counts.join(terms, true()))
         .cte("verdict")
         .prefix_with("MATERIALIZED")
     )
     windowed = exists().where(verdict.c.common)
-    rare = (
-        select(*(c for c in probe.c if c.name != "ord"))
-        .join(verdict, verdict.c.ord == probe.c.ord)
-        .where(not_(verdict.c.common))
-    )
-    corpus = (
-        union(
-            select(*newest.c).where(windowed),
-            # Windowed, a rare holder joins the corpus within the filters; otherwise every
-            # holder is a candidate and the filters pick what is returned (as in full ranking).
-            rare.where(*(not_(windowed) | f for f in returnable_filters(probe.c))),
+    if not filtered:
+        # Windowed: the newest and every holder of a rare term; otherwise every holder of a
+        # term (all are rare: each probe read all of its term's).
+        rare = (
+            select(*(c for c in probe.c if c.name != "ord"))
+            .join(verdict, verdict.c.ord == probe.c.ord)
+            .where(not_(verdict.c.common))
         )
-        .cte("corpus")
-        .prefix_with("MATERIALIZED")
-    )
+        parts = [select(*newest.c).where(windowed), rare]
+    else:
+        # Windowed: the newest within the filters and each rare term's holders within them;
+        # otherwise every holder of a term (the filters pick what is returned, as in full
+        # ranking).
+        within = (
+            with_frequencies(select(*row_columns), n)
+            .where(
+                S.terms.contains(array([verdict.c.term])),
+                *searchable,
+                *returnable_filters(),
+                not_(verdict.c.common),
+                windowed,
+            )
+            .lateral("within")
+        )
+        every = with_frequencies(select(*row_columns), n).where(
+            *searchable, S.terms.overlap(_TERMS), not_(windowed)
+        )
+        parts = [
+            select(*newest.c).where(windowed),
+            select(*within.c).select_from(verdict.join(within, true())),
+            every,
+        ]
+    corpus = union(*parts).cte("corpus").prefix_with("MATERIALIZED")
     docs = case((windowed, cast(func.count(), Float)), else_=_DOCS)
     avgdl = case(
         (windowed, func.coalesce(cast(func.avg(corpus.c.dl), Float), literal(1.0, Float))),
