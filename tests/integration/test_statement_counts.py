@@ -21,7 +21,9 @@ import psycopg
 import pytest
 
 from tests.support.factories import make_run, make_user, remember
+from tests.support.history import new_thread
 from tests.support.statements import CountingCursor, Counts, counting
+from yuxi import limits
 from yuxi.agents.models.factory import build_chat_model
 from yuxi.bootstrap import Container, build_worker
 from yuxi.db.checkpointer import open_checkpointer
@@ -306,3 +308,29 @@ async def test_the_stream_sweep_is_two_statements_and_no_transaction(
     assert (len(seen.statements), seen.round_trips) == (2, 2), seen.statements
     await users.revoke_tokens(uid)
     assert await chat.stream_state([token], []) == ({}, {})
+
+
+async def test_a_long_history_search_is_six_statements_and_a_miss_five(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lookback search of a long history (``LookbackService.search_thread_messages``), one
+    transaction: the memory switch, the plan setting, the query's terms, the corpus totals, one
+    ranking statement (the sample, the counted terms, the windowed corpus, BM25) and the shown
+    rows — the sample and the probes are no statements of their own (they were two, and a third
+    when nothing ranked). A search that ranks nothing reads no shown rows."""
+    monkeypatch.setattr(limits, "SEARCH_FULL_CORPUS_MESSAGES", 20)
+    monkeypatch.setattr(limits, "SEARCH_TERM_HOLDERS", 10)
+    monkeypatch.setattr(limits, "SEARCH_WINDOW_MESSAGES", 8)
+    uid = await make_user(container)
+    await new_thread(container, uid, ["the needle lives here", *(f"common {i}" for i in range(30))])
+    lookback = container.services.lookback
+    with counting(container.engine) as seen:
+        found = (
+            await lookback.search_thread_messages(uid=uid, query="common needle", limit=5)
+        ).body
+    assert found["complete"] is False and found["items"], found
+    assert (len(seen.statements), seen.round_trips) == (6, 8), seen.statements
+    with counting(container.engine) as seen:
+        missed = (await lookback.search_thread_messages(uid=uid, query="qzxabsent", limit=5)).body
+    assert missed["items"] == []
+    assert (len(seen.statements), seen.round_trips) == (5, 7), seen.statements
