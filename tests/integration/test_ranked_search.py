@@ -321,6 +321,25 @@ async def test_a_term_absent_from_the_window_but_common_in_the_past_is_counted_c
     del recent
 
 
+async def test_the_sample_calls_a_term_common_only_above_the_bound(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample's rule at its boundary: a term held by ``h`` of the newest 8 of 40 visible
+    messages stands for ``h · 40 / 8`` holders. Exactly the bound (10) is not common (its few
+    holders are then counted: rare, the whole history ranked); one more sampled holder is."""
+    monkeypatch.setattr(limits, "SEARCH_FULL_CORPUS_MESSAGES", 20)
+    monkeypatch.setattr(limits, "SEARCH_TERM_HOLDERS", 10)
+    monkeypatch.setattr(limits, "SEARCH_WINDOW_MESSAGES", 8)
+    for held, complete in ((2, True), (3, False)):
+        uid = await seed_user(container)
+        await new_thread(container, uid, [f"filler {i}" for i in range(32)])
+        newest = ["edgeword here"] * held + [f"later {i}" for i in range(8 - held)]
+        await new_thread(container, uid, newest)
+        result = await search(container, uid, "edgeword")
+        assert result["complete"] is complete, (held, result)
+        assert len(result["items"]) == held
+
+
 async def test_a_long_history_is_ranked_by_the_sampling_rule_under_every_filter(
     container: Container, monkeypatch: pytest.MonkeyPatch
 ) -> None:
