@@ -3,8 +3,8 @@ windowed corpus they call for, and BM25 over it (design.md §6.2; the rules are 
 :mod:`yuxi.limits`, ``SEARCH_*``).
 
 For a caller with more than ``SEARCH_FULL_CORPUS_MESSAGES`` visible messages, a term held by
-more than ``SEARCH_TERM_HOLDERS // terms`` of them is *common*. The statement decides it as the
-separate statements before it did, and reads each part once:
+more than ``SEARCH_TERM_HOLDERS // terms`` of them is *common*. The statement decides it and
+ranks in one go, reading each part once:
 
 1. **the sample**: the visible ones among the caller's newest ``SEARCH_WINDOW_MESSAGES`` (one
    walk of ``(uid, created_at DESC)``), with each term's frequency in each row. A term whose
@@ -19,10 +19,9 @@ separate statements before it did, and reads each part once:
    ranked with the full corpus's ``docs`` and ``avgdl`` (:func:`._search.corpus_statement`);
 4. BM25 over it (:func:`._search.rank_over`).
 
-Before this, the sample, the probes and the ranking were three statements: the newest messages
-were walked twice and a rare term's holders read twice (figures: docs/performance.md, B4).
-The statement always returns at least one row, so the size of a windowed corpus is known even
-when nothing ranks (``message_id`` is then ``NULL``).
+One statement, so that the newest messages are walked and a rare term's holders read once, not
+once to decide and again to rank. It always returns at least one row, so the size of a windowed
+corpus is known even when nothing ranks (``message_id`` is then ``NULL``).
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ import functools
 from typing import Any
 
 from sqlalchemy import (
-    Boolean,
     Float,
     Integer,
     Select,
@@ -176,7 +174,7 @@ def _sampled_rank(n: int, phrases: int, filtered: bool, own_run: bool) -> Select
         select(
             *(c for c in hits.c if c.name != "docs"),
             weights.c.docs,
-            cast(windowed, Boolean).label("windowed"),
+            windowed.label("windowed"),
         )
         .select_from(weights.outerjoin(hits, true()))
         .order_by(nulls_last(hits.c.score.desc()), hits.c.message_id.desc())

@@ -110,12 +110,12 @@ def searchable_rows(visible: CTE, own_run: bool) -> list[ColumnElement[bool]]:
     ]
 
 
-def returnable_filters(rows: Any = S) -> list[ColumnElement[bool]]:
+def returnable_filters() -> list[ColumnElement[bool]]:
     """The filters: which corpus rows may be returned (``NULL``: no such filter)."""
     return [
-        or_(_AFTER.is_(None), rows.created_at >= _AFTER),
-        or_(_BEFORE.is_(None), rows.created_at < _BEFORE),
-        or_(p.CONVERSATION.is_(None), rows.conversation_id == p.CONVERSATION),
+        or_(_AFTER.is_(None), S.created_at >= _AFTER),
+        or_(_BEFORE.is_(None), S.created_at < _BEFORE),
+        or_(p.CONVERSATION.is_(None), S.conversation_id == p.CONVERSATION),
     ]
 
 
