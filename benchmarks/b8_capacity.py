@@ -73,6 +73,13 @@ CONFIGS: dict[str, Config] = {
     ),
     # (b) the recommended setting, which is now the default
     "defaults": Config("one `yuxi serve`, defaults (the recommended setting)"),
+    # (b') the defaults on the standard library's event loop instead of uvloop: the loop's
+    # share of a run's CPU, side by side
+    "asyncio": Config(
+        "one `yuxi serve`, defaults but YUXI_EVENT_LOOP=asyncio",
+        serve_env={"YUXI_EVENT_LOOP": "asyncio"},
+        max_users=100,
+    ),
     # (c) a process per core
     # (c) a process per core; four processes' pools sized to fit the embedded server's
     # max_connections (100): up to 2 × pool + 8 (checkpointer) + 1 (listener) each

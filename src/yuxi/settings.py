@@ -7,6 +7,7 @@ Nothing here runs at import time: :func:`load_settings` is called by the composi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
@@ -28,6 +29,9 @@ from yuxi.limits import (
     TRASH_DAYS_MAX,
 )
 from yuxi.observability.logs import LogFormat
+
+#: The long-running commands' event loop (:mod:`yuxi.cli.event_loop`).
+EventLoop: TypeAlias = Literal["uvloop", "asyncio"]
 
 
 class Settings(BaseSettings):
@@ -81,6 +85,8 @@ class Settings(BaseSettings):
     trash_days: int = Field(default=TRASH_DAYS, ge=0, le=TRASH_DAYS_MAX)
     #: ``json``: one JSON object per log line, with the run's ids on a run's lines.
     log_format: LogFormat = "text"
+    #: The event loop of ``yuxi serve``, ``yuxi run`` and ``yuxi worker``.
+    event_loop: EventLoop = "uvloop"
     #: Unset → ``GET /metrics`` does not exist (404). Set → it answers to this Bearer token.
     metrics_token: SecretStr | None = Field(default=None, min_length=METRICS_TOKEN_MIN_CHARS)
 

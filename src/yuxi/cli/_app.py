@@ -3,7 +3,6 @@ command, user-facing errors as one line)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -11,7 +10,9 @@ import typer
 
 from yuxi import __version__
 from yuxi.bootstrap import Container, bootstrap
+from yuxi.cli.event_loop import run_on
 from yuxi.errors import ConfigurationError, YuxiError
+from yuxi.settings import EventLoop
 
 
 def _typer(help_text: str) -> typer.Typer:
@@ -53,9 +54,15 @@ def _options(
 T = TypeVar("T")
 
 
-def _with_container(fn: Callable[[Container], Awaitable[T]], *, migrate: bool = False) -> T:
-    """Run ``fn`` with a container; a user-facing Yuxi error (an unknown user, a bad value) is
-    printed as one line and exits 1."""
+def _with_container(
+    fn: Callable[[Container], Awaitable[T]],
+    *,
+    migrate: bool = False,
+    event_loop: EventLoop = "asyncio",
+) -> T:
+    """Run ``fn`` with a container, on the event loop ``event_loop`` names (a short command
+    keeps the standard one: :mod:`yuxi.cli.event_loop`); a user-facing Yuxi error (an unknown
+    user, a bad value) is printed as one line and exits 1."""
 
     async def main() -> T:
         container = await bootstrap(migrate=migrate)
@@ -65,7 +72,7 @@ def _with_container(fn: Callable[[Container], Awaitable[T]], *, migrate: bool = 
             await container.aclose()
 
     try:
-        return asyncio.run(main())
+        return run_on(event_loop, main())
     except YuxiError as exc:
         if isinstance(exc, ConfigurationError):
             raise

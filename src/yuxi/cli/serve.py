@@ -10,6 +10,7 @@ import typer
 from yuxi.api.access_log import redact_credentials
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.cli._app import _with_container, app
+from yuxi.cli.event_loop import run_on
 from yuxi.cli.users import _when, login_url, public_base_url
 from yuxi.observability.logs import configure_logging
 from yuxi.settings import load_settings
@@ -49,7 +50,7 @@ def _serve(host: str | None, port: int | None, *, demo: bool) -> None:
         finally:
             await container.aclose(stop_embedded=True)
 
-    asyncio.run(main())
+    run_on(settings.event_loop, main())
 
 
 @app.command("serve")
@@ -65,7 +66,8 @@ def worker(
     """Run workers in this process (alongside or instead of the server's pool)."""
     from yuxi.bootstrap import run_workers
 
-    configure_logging(load_settings().log_format, redact=redact_credentials)
+    settings = load_settings()
+    configure_logging(settings.log_format, redact=redact_credentials)
 
     async def main(c: Container) -> None:
         stop = asyncio.Event()
@@ -75,7 +77,7 @@ def worker(
         typer.echo(f"{count} worker(s) running; Ctrl-C to stop")
         await run_workers(c, count, stop)
 
-    _with_container(main, migrate=True)
+    _with_container(main, migrate=True, event_loop=settings.event_loop)
 
 
 DEMO_UID = "demo"
