@@ -30,7 +30,7 @@ from yuxi.limits import (
 )
 from yuxi.observability.logs import LogFormat
 
-#: The long-running commands' event loop (:mod:`yuxi.cli.event_loop`).
+#: The long-running commands' event loop (:mod:`yuxi.cli.process`).
 EventLoop: TypeAlias = Literal["uvloop", "asyncio"]
 
 

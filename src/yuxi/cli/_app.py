@@ -10,7 +10,7 @@ import typer
 
 from yuxi import __version__
 from yuxi.bootstrap import Container, bootstrap
-from yuxi.cli.event_loop import run_on
+from yuxi.cli.process import run_on
 from yuxi.errors import ConfigurationError, YuxiError
 from yuxi.settings import EventLoop
 
@@ -61,7 +61,7 @@ def _with_container(
     event_loop: EventLoop = "asyncio",
 ) -> T:
     """Run ``fn`` with a container, on the event loop ``event_loop`` names (a short command
-    keeps the standard one: :mod:`yuxi.cli.event_loop`); a user-facing Yuxi error (an unknown
+    keeps the standard one: :mod:`yuxi.cli.process`); a user-facing Yuxi error (an unknown
     user, a bad value) is printed as one line and exits 1."""
 
     async def main() -> T:

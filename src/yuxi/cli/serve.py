@@ -10,7 +10,7 @@ import typer
 from yuxi.api.access_log import redact_credentials
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.cli._app import _with_container, app
-from yuxi.cli.event_loop import run_on
+from yuxi.cli.process import run_on, settle_garbage_collector
 from yuxi.cli.users import _when, login_url, public_base_url
 from yuxi.observability.logs import configure_logging
 from yuxi.settings import load_settings
@@ -41,6 +41,7 @@ def _serve(host: str | None, port: int | None, *, demo: bool) -> None:
 
     async def main() -> None:
         container = await bootstrap(settings, migrate=True)
+        settle_garbage_collector()
         try:
             base_url = public_base_url(settings, host, port)
             banner = await demo_banner(container, base_url=base_url) if demo else ""
@@ -74,6 +75,7 @@ def worker(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        settle_garbage_collector()
         typer.echo(f"{count} worker(s) running; Ctrl-C to stop")
         await run_workers(c, count, stop)
 

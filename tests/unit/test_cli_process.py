@@ -1,16 +1,18 @@
-"""The long-running commands' event loop: ``YUXI_EVENT_LOOP``, :mod:`yuxi.cli.event_loop`."""
+"""How the long-running commands run (:mod:`yuxi.cli.process`): their event loop
+(``YUXI_EVENT_LOOP``) and their garbage collector."""
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import gc
 import sys
 from typing import Any
 
 import pytest
 import uvloop
 
-from yuxi.cli.event_loop import run_on
+from yuxi.cli.process import YOUNG_THRESHOLD, run_on, settle_garbage_collector
 from yuxi.errors import ConfigurationError
 from yuxi.settings import Settings
 
@@ -51,3 +53,19 @@ def test_uvloop_missing_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ConfigurationError, match="YUXI_EVENT_LOOP=asyncio"):
         run_on("uvloop", main)
     assert main.cr_frame is None  # closed
+
+
+def test_a_settled_process_freezes_what_it_holds_and_collects_its_young_less_often() -> None:
+    before = gc.get_threshold()
+    held = [[i] for i in range(3)]  # alive (and tracked) now: frozen with the rest
+    try:
+        settle_garbage_collector()
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, before[1], before[2])
+        assert before[0] < YOUNG_THRESHOLD
+        assert gc.get_freeze_count() > 0
+        assert all(gc.is_tracked(o) for o in held)
+        in_sight = {id(o) for o in gc.get_objects()}  # the permanent generation is not
+        assert not any(id(o) in in_sight for o in held)
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
