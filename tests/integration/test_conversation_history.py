@@ -10,10 +10,10 @@ import uuid
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from tests.support.framing_corpus import cf_chars, forged_tags, insertions
 from tests.support.history import new_thread, seed_user, size, text_size, tx
+from tests.support.statements import sent_statements
 from yuxi.bootstrap import Container
 from yuxi.db.models import Conversation, Message
 from yuxi.errors import InvalidArgument, NotFound
@@ -619,13 +619,7 @@ async def test_tool_calls_table_not_queried_unless_asked(container: Container) -
         await ToolCallRepository(s).add(msg.id, tool_call_id="c1", name="t", input={"a": 1})
 
     statements: list[str] = []
-
-    def capture(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement)
-
-    engine = container.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", capture)
-    try:
+    with sent_statements(container.engine, statements.append):
         await search(container, alice, "tool")
         await read(container, alice, conv.thread_id)
         await read(container, alice, conv.thread_id, message_id=msg.id)
@@ -634,8 +628,6 @@ async def test_tool_calls_table_not_queried_unless_asked(container: Container) -
         view = await read(container, alice, conv.thread_id, include_tools=True)
         assert [x for x in statements if "tool_calls" in x]
         assert view["tool_calls"][0]["tool_call_id"] == "c1"
-    finally:
-        event.remove(engine, "before_cursor_execute", capture)
 
 
 # -- framing (issue 10 §1) ---------------------------------------------------------------------

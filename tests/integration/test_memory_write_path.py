@@ -11,7 +11,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import event
 
 from tests.support.factories import (
     make_run,
@@ -21,6 +20,7 @@ from tests.support.factories import (
     set_memory,
     sha256_of,
 )
+from tests.support.statements import sent_statements
 from tests.support.waiting import until_waiting_on_a_lock
 from yuxi import limits
 from yuxi.bootstrap import Container
@@ -31,9 +31,6 @@ def _counted(container: Container) -> Iterator[dict[str, Any]]:
     """SQL statements and worker-thread hops (thread-pool jobs) made inside the block."""
     seen: dict[str, Any] = {"statements": [], "hops": 0}
 
-    def on_statement(*args: Any) -> None:
-        seen["statements"].append(" ".join(str(args[2]).split()))
-
     loop = asyncio.get_running_loop()
     original = loop.run_in_executor
 
@@ -41,14 +38,12 @@ def _counted(container: Container) -> Iterator[dict[str, Any]]:
         seen["hops"] += 1
         return original(executor, func, *args)
 
-    engine = container.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", on_statement)
     loop.run_in_executor = counted  # type: ignore[method-assign, assignment]
     try:
-        yield seen
+        with sent_statements(container.engine, seen["statements"].append):
+            yield seen
     finally:
         del loop.run_in_executor  # the class's method again
-        event.remove(engine, "before_cursor_execute", on_statement)
 
 
 async def test_a_steady_state_write_is_two_statements_and_two_hops(

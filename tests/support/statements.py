@@ -1,9 +1,11 @@
 """Counting what a piece of code asks of PostgreSQL: statements, transactions and round trips.
 
-Through public hooks only: SQLAlchemy's engine events (``before_cursor_execute``, ``begin``,
-``commit``, ``rollback``) for the app's engine, and a psycopg cursor class for the LangGraph
-checkpointer's own pool (psycopg's ``cursor_factory`` connection argument: every statement the
-saver sends goes through a cursor the connection makes).
+Through public hooks only. Statements are seen where every one of them passes, a psycopg cursor
+(a connection's ``cursor_factory``): for the app's engine, SQLAlchemy's own statements and the
+prebuilt ones it sends on the session's connection directly (:mod:`yuxi.db.prebuilt`) alike —
+set on each connection the pool hands out inside the block (its ``checkout`` event); for the
+LangGraph checkpointer's pool, through its ``cursor_factory`` connection argument. Transactions
+are SQLAlchemy's engine events (``begin``, ``commit``, ``rollback``).
 
 A count is deterministic where a timing is not: a change that adds a statement or a transaction
 to a hot path fails the test that pins the count, on any machine.
@@ -45,13 +47,52 @@ def _flat(sql: str) -> str:
 
 
 @contextmanager
+def sent_statements(
+    engine: AsyncEngine, note: Callable[[str], None] | None = None
+) -> Iterator[list[tuple[str, Any]]]:
+    """Every statement (whitespace folded) and its parameters, as the driver got them, that a
+    connection of ``engine`` checked out inside the block sends through a cursor; each
+    statement is also passed to ``note`` as it is sent."""
+    sent: list[tuple[str, Any]] = []
+
+    def noted(sql: str, params: Any) -> None:
+        sent.append((sql, params))
+        if note is not None:
+            note(sql)
+
+    class Observed(AsyncCursor[Any]):
+        async def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            noted(_flat(str(query)), params)
+            return await super().execute(query, params, **kwargs)
+
+        async def executemany(self, query: Any, params_seq: Iterable[Any], **kwargs: Any) -> None:
+            params = list(params_seq)
+            for p in params:
+                noted(_flat(str(query)), p)
+            await super().executemany(query, params, **kwargs)
+
+    patched: list[tuple[Any, Any]] = []
+
+    def on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        driver = dbapi_connection.driver_connection
+        patched.append((driver, driver.cursor_factory))
+        driver.cursor_factory = Observed
+
+    pool = engine.sync_engine.pool
+    event.listen(pool, "checkout", on_checkout)
+    try:
+        yield sent
+    finally:
+        event.remove(pool, "checkout", on_checkout)
+        for driver, factory in reversed(patched):
+            driver.cursor_factory = factory
+
+
+@contextmanager
 def counting(engine: AsyncEngine) -> Iterator[Counts]:
     """Every statement, transaction begin, commit and rollback on ``engine`` inside the block."""
     seen = Counts()
     sync = engine.sync_engine
-
-    def on_statement(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        seen.statements.append(_flat(statement))
 
     # A connection in autocommit (``UnitOfWorkFactory.one_statement``) sends no BEGIN, COMMIT or
     # ROLLBACK: SQLAlchemy's transaction on it is its own bookkeeping, not a round trip.
@@ -68,7 +109,6 @@ def counting(engine: AsyncEngine) -> Iterator[Counts]:
         seen.rollbacks += sent(conn)
 
     hooks: list[tuple[str, Callable[..., None]]] = [
-        ("before_cursor_execute", on_statement),
         ("begin", on_begin),
         ("commit", on_commit),
         ("rollback", on_rollback),
@@ -76,7 +116,8 @@ def counting(engine: AsyncEngine) -> Iterator[Counts]:
     for name, fn in hooks:
         event.listen(sync, name, fn)
     try:
-        yield seen
+        with sent_statements(engine, seen.statements.append):
+            yield seen
     finally:
         for name, fn in hooks:
             event.remove(sync, name, fn)

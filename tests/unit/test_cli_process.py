@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import gc
+import inspect
 import sys
 from typing import Any
 
@@ -52,7 +53,7 @@ def test_uvloop_missing_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch
     main = _loop_type()
     with pytest.raises(ConfigurationError, match="YUXI_EVENT_LOOP=asyncio"):
         run_on("uvloop", main)
-    assert main.cr_frame is None  # closed
+    assert inspect.getcoroutinestate(main) == inspect.CORO_CLOSED
 
 
 def test_a_settled_process_freezes_what_it_holds_and_collects_its_young_less_often() -> None:

@@ -1,41 +1,59 @@
-"""A Core statement on a hot path, rendered once and run in one greenlet.
+"""A Core statement on a hot path, rendered once and run on the driver's own connection.
 
 The statements a run's record, its claim, its event stream and a memory write make are each run
 many times per run. :class:`PrebuiltStatement` runs such a statement in the unit of work's
-session (its connection, its transaction), with SQLAlchemy's own error translation and
-cancellation rules, but without the per-call work a Core statement costs there:
+session — its connection, its transaction — without the per-call work a Core statement costs:
 
 * it is compiled once per dialect (the SQL string and the values of its constant bind
-  parameters), not looked up in the compiled cache by a cache key computed on every call;
-* it runs with ``Connection.exec_driver_sql``: no compiled-statement lookup, no ORM execution
-  state, no result-type processing. The caller's parameters that the dialect converts (a JSON
-  document: psycopg's ``Jsonb`` wrapper) go through the type's own bind processor, found once
-  when rendered; the others go to the driver as they are. The statement's own constants are
-  converted once, when rendered;
-* the session's connection is looked up and the statement run in one greenlet
-  (``AsyncSession.run_sync``), not one for the connection and one for the statement.
+  parameters), not looked up in the compiled cache by a cache key computed on every call. The
+  caller's parameters that the dialect converts (a JSON document: psycopg's ``Jsonb`` wrapper)
+  go through the type's own bind processor, found once when rendered;
+* it is sent on the session's psycopg connection directly, with a psycopg cursor: no greenlet,
+  no execution context, no result object. SQLAlchemy still owns the connection and the
+  transaction: the session checks the connection out of its pool, begins, commits or rolls
+  back, and returns it; the statement only rides on it.
 
-Result columns are read by the names the statement gives them, as the driver returns them (a
-type whose result SQLAlchemy would convert cannot be read this way: only columns psycopg
-returns as Python values already — text, numbers, timestamps, JSON — belong in such a
-statement's result).
+What SQLAlchemy would do around a statement, this does the same way (:func:`_sent`):
+
+* a driver error is raised as SQLAlchemy's own exception for it (``DBAPIError.instance``: an
+  ``IntegrityError``, an ``OperationalError`` …, the driver's error as ``.orig``), with the
+  parameters hidden as the engine hides them (they can hold memory text);
+* an error that means the connection is gone invalidates it (closed or broken: the dialect's
+  own test), as does an interruption mid-statement (a cancelled task: psycopg cancels the
+  statement on the server first): the pool never hands that connection out again.
+
+Each cursor is the connection's ``cursor_factory``'s, so whatever observes a connection's
+cursors (a test counting statements) sees these statements as it sees SQLAlchemy's.
+
+Rows come back as named tuples: by position, by the names the statement gives its columns, and
+as psycopg returns them (a type whose result SQLAlchemy would convert cannot be read this way:
+only columns psycopg returns as Python values already — text, numbers, timestamps, JSON —
+belong in such a statement's result).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy.engine import Dialect, Row
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
+import psycopg
+from psycopg.rows import namedtuple_row
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.sql import Executable
 
 __all__ = ["PrebuiltStatement"]
 
 
 Processors = dict[str, Callable[[Any], Any]]
+#: A row of a prebuilt statement: a named tuple of its columns.
+Record = Any
+
+#: Where a session keeps the connection its prebuilt statements ride on (``Session.info``).
+_RIDE = "yuxi.prebuilt.connection"
 
 
 class Rendered:
@@ -102,23 +120,91 @@ class PrebuiltStatement:
             rendered = self._rendered[dialect] = _render(self.statement, dialect)
         return rendered
 
-    def _run(self, session: Session, params: dict[str, Any]) -> Any:
-        connection = session.connection()
+    async def _cursor(
+        self, session: AsyncSession, params: dict[str, Any]
+    ) -> psycopg.AsyncCursor[Record]:
+        """The statement sent on the session's connection; its cursor, results pending."""
+        connection, driver = await _ride(session)
         rendered = self.render(connection.dialect)
-        return connection.exec_driver_sql(rendered.sql, rendered.parameters(params))
+        values = rendered.parameters(params)
+        cursor = driver.cursor(row_factory=namedtuple_row)
+        await _sent(connection, cursor, rendered.sql, values)
+        return cursor
 
-    async def first(self, session: AsyncSession, params: dict[str, Any]) -> Row[Any] | None:
+    async def first(self, session: AsyncSession, params: dict[str, Any]) -> Record | None:
         """The first row the statement returns, if any."""
-        return await session.run_sync(lambda s: self._run(s, params).first())
+        async with await self._cursor(session, params) as cursor:
+            return await cursor.fetchone()
 
-    async def one(self, session: AsyncSession, params: dict[str, Any]) -> Row[Any]:
-        """The one row the statement returns (more or none raises)."""
-        return await session.run_sync(lambda s: self._run(s, params).one())
+    async def one(self, session: AsyncSession, params: dict[str, Any]) -> Record:
+        """The one row the statement returns (none: ``NoResultFound``; more:
+        ``MultipleResultsFound``, as SQLAlchemy's ``Result.one``)."""
+        async with await self._cursor(session, params) as cursor:
+            rows = await cursor.fetchmany(2)
+        if not rows:
+            raise NoResultFound("No row was found when one was required")
+        if len(rows) > 1:
+            raise MultipleResultsFound("Multiple rows were found when exactly one was required")
+        return rows[0]
 
-    async def all(self, session: AsyncSession, params: dict[str, Any]) -> list[Row[Any]]:
+    async def all(self, session: AsyncSession, params: dict[str, Any]) -> list[Record]:
         """Every row the statement returns."""
-        return await session.run_sync(lambda s: list(self._run(s, params).all()))
+        async with await self._cursor(session, params) as cursor:
+            return await cursor.fetchall()
 
     async def execute(self, session: AsyncSession, params: dict[str, Any]) -> int:
         """Run a statement that returns no rows; the number of rows it changed."""
-        return await session.run_sync(lambda s: int(self._run(s, params).rowcount))
+        async with await self._cursor(session, params) as cursor:
+            return int(cursor.rowcount)
+
+
+async def _ride(session: AsyncSession) -> tuple[AsyncConnection, psycopg.AsyncConnection[Any]]:
+    """The session's connection (begun, as any statement of the session would begin it) and
+    the psycopg connection under it. Looked up once per connection the session holds: a
+    commit or a rollback releases it, and the next statement looks again."""
+    held = session.info.get(_RIDE)
+    if held is not None and not held[0].closed and not held[0].invalidated:
+        return held  # type: ignore[no-any-return]
+    connection = await session.connection()
+    driver = (await connection.get_raw_connection()).driver_connection
+    if not isinstance(driver, psycopg.AsyncConnection):
+        raise TypeError("a prebuilt statement needs psycopg's async connection")
+    session.info[_RIDE] = held = (connection, driver)
+    return held
+
+
+async def _sent(
+    connection: AsyncConnection,
+    cursor: psycopg.AsyncCursor[Record],
+    sql: str,
+    values: dict[str, Any],
+) -> None:
+    """``cursor.execute``, with SQLAlchemy's rules for what goes wrong (module docstring)."""
+    try:
+        await cursor.execute(sql, values)
+    except psycopg.Error as exc:
+        # What SQLAlchemy's psycopg dialect counts as a disconnect (``is_disconnect``).
+        gone = cursor.connection.closed or cursor.connection.broken
+        if gone:
+            await _invalidate(connection, exc)
+        raise DBAPIError.instance(
+            sql,
+            values,
+            exc,
+            psycopg.Error,
+            hide_parameters=True,
+            connection_invalidated=gone,
+            dialect=connection.dialect,
+        ) from exc
+    except BaseException as exc:
+        if isinstance(exc, Exception):
+            raise  # not the driver's: the connection is as it was
+        # Interrupted mid-statement (a cancelled task): psycopg has cancelled it on the server,
+        # and the connection's state is no longer known. It goes, as SQLAlchemy lets it go.
+        await _invalidate(connection, None)
+        raise
+
+
+async def _invalidate(connection: AsyncConnection, exc: BaseException | None) -> None:
+    """Close ``connection`` for good, even from a task being cancelled."""
+    await asyncio.shield(asyncio.ensure_future(connection.invalidate(exc)))
