@@ -523,17 +523,26 @@ def _md_b6(b6: dict[str, Any]) -> list[str]:
     )
     lines += [
         f"Idle server: database transactions/s over {b6['idle_window_s']:g} s windows "
-        "(`pg_stat_database`, the sampler's own taken out), by open SSE streams:",
+        "(`pg_stat_database`, the sampler's own taken out; a window in which autovacuum "
+        "worked here is measured again), by open SSE streams:",
         "",
     ]
     lines += _table(
-        ["open streams", "transactions", "window s", "per s", f"≤ {goals['idle_tps']:g}/s"],
+        [
+            "open streams",
+            "transactions",
+            "window s",
+            "per s",
+            "windows (autovacuum in the last)",
+            f"≤ {goals['idle_tps']:g}/s",
+        ],
         [
             [
                 _num(int(count)),
                 _num(v["transactions"]),
                 _num(v["window_s"], 1),
                 _num(v["per_s"], 2),
+                f"{v.get('windows', 1)} ({v.get('autovacuum_tables', 0)})",
                 "✓" if v["per_s"] <= goals["idle_tps"] else "✗",
             ]
             for count, v in b6["idle"].items()
