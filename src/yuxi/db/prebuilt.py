@@ -128,7 +128,11 @@ class PrebuiltStatement:
         rendered = self.render(connection.dialect)
         values = rendered.parameters(params)
         cursor = driver.cursor(row_factory=namedtuple_row)
-        await _sent(connection, cursor, rendered.sql, values)
+        try:
+            await _sent(connection, cursor, rendered.sql, values)
+        except BaseException:
+            await cursor.close()  # the caller never gets it to close
+            raise
         return cursor
 
     async def first(self, session: AsyncSession, params: dict[str, Any]) -> Record | None:
