@@ -7,12 +7,15 @@ import asyncio
 import builtins
 import gc
 import inspect
+import socket
 import sys
 from typing import Any
 
 import pytest
 import uvloop
+from typer.testing import CliRunner
 
+from yuxi.cli import app
 from yuxi.cli.process import YOUNG_THRESHOLD, run_on, settle_garbage_collector
 from yuxi.errors import ConfigurationError
 from yuxi.settings import Settings
@@ -70,3 +73,32 @@ def test_a_settled_process_freezes_what_it_holds_and_collects_its_young_less_oft
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize(
+    ("command", "module"), [(["serve"], "yuxi.cli.serve"), (["worker"], "yuxi.cli._app")]
+)
+@pytest.mark.parametrize("kind", ["uvloop", "asyncio"])
+def test_the_long_running_commands_run_on_the_configured_loop(
+    command: list[str], module: str, kind: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """``yuxi serve`` (and ``yuxi run``, the same path) and ``yuxi worker`` hand their main
+    coroutine to :func:`run_on` with ``YUXI_EVENT_LOOP``; nothing starts here (the coroutine
+    is closed unrun)."""
+    asked: list[str] = []
+
+    def fake_run_on(loop: str, main: Any) -> None:
+        asked.append(loop)
+        main.close()
+
+    monkeypatch.setattr(f"{module}.run_on", fake_run_on)
+    monkeypatch.setenv("YUXI_EVENT_LOOP", kind)
+    monkeypatch.setenv("YUXI_DATA_DIR", str(tmp_path))
+    with socket.socket() as probe:  # a port nobody listens on, for serve's own check
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    result = CliRunner().invoke(
+        app, [*command, *(["--port", port] if command == ["serve"] else [])]
+    )
+    assert result.exit_code == 0, result.output
+    assert asked == [kind]
