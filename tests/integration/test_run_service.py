@@ -3,6 +3,7 @@ fence on every record, reconciliation codes and the SubAgent records."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -294,3 +295,33 @@ async def test_a_steps_events_are_one_append_with_the_seqs_of_one_each(
     # What the event stream reads: the same events, and the run settled with them.
     page = await container.services.chat.stream_page(me.uid, me.run_id, 3)
     assert [e.seq for e in page.events] == [4, 5, 6, 7, 8] and page.settled
+
+
+async def test_a_lone_event_waits_for_a_lease_change_in_flight_and_is_refused_after_it(
+    container: Container,
+) -> None:
+    """The one-statement append holds the run's row as the record fence does: a reconcile that
+    has failed the run but not committed yet makes it wait, and once that commits the event is
+    refused — no event lands after the run's end."""
+    runs = container.services.runs
+    me = (await _claimed(container)).identity
+    with counting(container.engine) as seen:
+        await runs.record_event(me, "token", {"text": "你好 before"})
+    # one statement, outside a transaction block: no BEGIN, no lease read, no COMMIT
+    assert [s.split()[0] for s in seen.statements] == ["INSERT"], seen.statements
+    async with container.session_factory() as reconcile:
+        await reconcile.execute(
+            text("UPDATE agent_runs SET status = 'failed', lease_expires_at = NULL WHERE id = :id"),
+            {"id": me.run_id},
+        )
+        late = asyncio.create_task(runs.record_event(me, "token", {"text": "LATE-MARKER"}))
+        await asyncio.sleep(0.3)
+        assert not late.done()  # waiting for the row's lock, not reading the old version
+        await reconcile.commit()
+    with pytest.raises(LeaseLost):
+        await late
+    rows = await _rows(
+        container, "SELECT data FROM run_events WHERE run_id = :id ORDER BY seq", id=me.run_id
+    )
+    assert {"text": "你好 before"} in [r.data for r in rows]
+    assert "LATE-MARKER" not in str(rows)

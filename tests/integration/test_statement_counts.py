@@ -94,8 +94,10 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     ended read with whether it left calls open — none here, so no update closes them);
     the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
     the tool's step (message, ToolCall row found and finished in one statement, ``tool_end``);
-    the last step and the end (token text, reply message, ``message`` and ``run_status``
-    events, the run row settled).
+    the reply's first text, the moment it streams (one fenced statement outside a transaction
+    block: ``RunService.record_event``);
+    the last step and the end (the rest of the text, reply message, ``message`` and
+    ``run_status`` events, the run row settled).
     Each fenced transaction checks the lease once; a message names its thread in the statement
     that appends it and touches the thread (no read of the thread's row, no second statement);
     the events of one transaction are one statement, as it ends (start: 2 events, the model's
@@ -108,13 +110,14 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
-        "statements": 19,
+        "statements": 20,
         "transactions": 5,
         "commits": 5,
         "rollbacks": 0,
-        "round_trips": 29,
-        # [running, memory_snapshot], [tool_start], [tool_end], [token, message, completed]
-        "events": 4,
+        "round_trips": 30,
+        # [running, memory_snapshot], [tool_start], [tool_end], [token],
+        # [token, message, completed]
+        "events": 5,
     }, seen.statements
     # Each of the three messages (tool call, tool result, reply) is one statement.
     assert len(seen.matching("INSERT INTO messages")) == 3
@@ -135,19 +138,19 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
 
 async def test_a_chat_run_without_tools(container: Container, counted_worker: Worker) -> None:
     """A plain reply: no tool call, no memory write, no tool result. Transactions: the start,
-    the reply with the end (the claim, which reads the switch too, is a statement of its
-    own)."""
+    the reply with the end (the claim, which reads the switch too, and the reply's first text
+    as it streams are one statement each, outside a transaction block)."""
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
     seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
     assert _profile(seen) == {
-        "statements": 9,
+        "statements": 10,
         "transactions": 2,
         "commits": 2,
         "rollbacks": 0,
-        "round_trips": 13,
-        "events": 2,  # [running, memory_snapshot], [token, message, completed]
+        "round_trips": 14,
+        "events": 3,  # [running, memory_snapshot], [token], [token, message, completed]
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer
 

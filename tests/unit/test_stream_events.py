@@ -28,8 +28,22 @@ def _update(node: str, *messages: object) -> tuple[str, object]:
     return "updates", {node: {"messages": list(messages)}}
 
 
+def test_a_model_calls_first_text_is_recorded_at_once() -> None:
+    t = StreamTranslator()
+    assert t.feed(*_token("")) == []  # no text yet: nothing to show
+    assert t.feed(*_token("你")) == [TokenText("你")]
+    assert t.feed(*_token("好")) == []  # then buffered
+    call = AIMessage(content="你好", id="m0", tool_calls=[{"id": "c1", "name": "t", "args": {}}])
+    proposed = ToolCallsProposed("你好", (ProposedToolCall(tool_call_id="c1", name="t", args={}),))
+    assert t.feed(*_update("model", call)) == [TokenText("好"), proposed]
+    # the next model call (after a step's update) shows its first text at once too
+    assert t.feed(*_token("再")) == [TokenText("再")]
+    assert t.feed(*_token("见")) == []
+
+
 def test_tokens_are_buffered_until_the_flush_size_then_flushed_by_an_update() -> None:
     t = StreamTranslator()
+    assert t.feed(*_token("first")) == [TokenText("first")]
     assert t.feed(*_token("a" * (TOKEN_FLUSH_CHARS - 1))) == []
     assert t.feed(*_token("b")) == [TokenText("a" * (TOKEN_FLUSH_CHARS - 1) + "b")]
     assert t.feed(*_token("tail")) == []
@@ -43,8 +57,9 @@ def test_subagent_tokens_and_non_ai_chunks_are_skipped() -> None:
     t = StreamTranslator()
     assert t.feed(*_token("from the child", agent="subagent")) == []
     assert t.feed("messages", (ToolMessage(content="x", tool_call_id="c"), {})) == []
-    assert t.feed(*_token("untagged", agent=None)) == []
-    assert t.flush() == [TokenText("untagged")]
+    assert t.feed(*_token("untagged", agent=None)) == [TokenText("untagged")]
+    assert t.feed(*_token(" more", agent=None)) == []
+    assert t.flush() == [TokenText(" more")]
 
 
 def test_tool_calls_results_and_reply() -> None:

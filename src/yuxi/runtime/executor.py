@@ -207,6 +207,10 @@ class RunExecutor:
         if isinstance(records[-1], AssistantReplied | InterruptRequested):
             outcome.held = records
             return
+        if len(records) == 1 and isinstance(text := records[0], TokenText):
+            # Streamed text alone (most steps that record anything): one fenced statement.
+            await self._services.runs.record_event(claimed.identity, "token", {"text": text.text})
+            return
         async with self._services.runs.recording(claimed.identity) as run_record:
             for record in records:
                 await _write(run_record, record)

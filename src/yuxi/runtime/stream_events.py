@@ -4,8 +4,11 @@ The executor streams with ``stream_mode=["updates", "messages"]`` and feeds each
 ``(mode, chunk)`` pair to :meth:`StreamTranslator.feed`; what comes back is recorded in order.
 
 * ``messages`` chunks are the chatbot model's tokens (a SubAgent's tokens, tagged with another
-  ``lc_agent_name``, are skipped); they are buffered into :class:`TokenText` records of at least
-  :data:`TOKEN_FLUSH_CHARS` characters so a long answer is not one database write per token.
+  ``lc_agent_name``, are skipped). The first text of each model call is recorded at once — the
+  reader's first sight of an answer is what they wait for, and a short answer would otherwise
+  appear only with the run's end; after it, text is buffered into :class:`TokenText` records of
+  at least :data:`TOKEN_FLUSH_CHARS` characters so a long answer is not one database write per
+  token.
 * ``updates`` chunks carry whole messages per node: an AI message with tool calls, a tool's
   result, the final AI answer, or an ``__interrupt__``. Buffered tokens are flushed first, so
   records keep the order the model produced them in. Messages already in the thread's checkpoint
@@ -116,12 +119,16 @@ class StreamTranslator:
         self._seen = set(seen_message_ids)
         self._tokens: list[str] = []
         self._buffered = 0
+        #: Whether the current model call's first text has been recorded (an update ends a
+        #: graph step: what streams after it is the next model call's).
+        self._answering = False
         self.usage = RunUsage()
 
     def feed(self, mode: str, chunk: Any) -> list[StreamEvent]:
         if mode == "messages":
             return self._on_token(chunk)
         if mode == "updates":
+            self._answering = False
             return [*self.flush(), *self._on_update(chunk)]
         return []
 
@@ -148,7 +155,10 @@ class StreamTranslator:
             return []
         self._tokens.append(text)
         self._buffered += len(text)
-        return self.flush() if self._buffered >= TOKEN_FLUSH_CHARS else []
+        if self._answering and self._buffered < TOKEN_FLUSH_CHARS:
+            return []
+        self._answering = True
+        return self.flush()
 
     def _on_update(self, chunk: Any) -> list[StreamEvent]:
         if not isinstance(chunk, dict):

@@ -17,9 +17,9 @@ from sqlalchemy import (
     Table,
     bindparam,
     column,
-    exists,
     func,
     insert,
+    literal,
     literal_column,
     select,
     true,
@@ -52,8 +52,12 @@ def _append_statement(*, fenced: bool) -> PrebuiltStatement:
         bindparam("data", type_=JSONB),
     )
     if fenced:
+        # The fence holds the run's row FOR SHARE, as the record fence does: a lease change
+        # (reconcile, another claim) waits for this append, and one that committed first is
+        # seen (the row is checked again once its lock is granted) — never an event after the
+        # run's end.
         fence = owned_live_lease(run_id, bindparam("worker_id", type_=String))
-        row = row.where(exists().where(fence))
+        row = row.where(select(literal(1)).where(fence).with_for_update(read=True).exists())
     # The listeners (event streams, waiting requests) hear of the event when it commits. On the
     # table, not the ORM entity: the session passes the parameters to the statement as they are
     # (an ORM insert would take them for rows to insert in bulk).

@@ -184,13 +184,14 @@ class RunService:
     async def record_event(
         self, identity: RunIdentity, event_type: str, data: dict[str, Any]
     ) -> None:
-        """One event alone: one statement, fenced in itself."""
+        """One event alone (a step that streamed text, say): one statement, fenced in itself
+        (the run's row held ``FOR SHARE`` by the statement, as :meth:`recording` holds it),
+        sent outside a transaction block — no ``BEGIN``, no lease read, no ``COMMIT``."""
         token = _lease_token(identity)
-        async with self._uow() as uow:
+        async with self._uow.one_statement() as uow:
             seq = await uow.events.append_as_owner(identity.run_id, token, event_type, data)
-            if seq is None:
-                raise LeaseLost(identity.run_id)
-            await uow.commit()
+        if seq is None:
+            raise LeaseLost(identity.run_id)
 
     async def record_tool_calls(
         self, identity: RunIdentity, content: str, calls: Sequence[ProposedToolCall]
