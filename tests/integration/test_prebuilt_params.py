@@ -8,11 +8,13 @@ from typing import Any
 import psycopg
 import pytest
 from sqlalchemy import Integer, String, bindparam, func, literal, select
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from tests.support.statements import sent_statements
+from yuxi.db.models import AgentRun
 from yuxi.db.prebuilt import PrebuiltStatement
 
 
@@ -44,6 +46,25 @@ async def test_the_driver_gets_what_core_would_send(engine: AsyncEngine) -> None
     assert tuple(prebuilt) == tuple(core)
     assert prebuilt.doc == {"k": "记忆", "n": 1} and prebuilt.n1 == 42 and prebuilt.flag is True
     assert prebuilt.given == {"记": [1, None]}
+
+
+def test_what_core_computes_per_execution_is_refused_when_rendered() -> None:
+    """A Python-side column default (Core computes it per execution, which a prebuilt statement
+    skips: it would be sent as NULL) and an expanding IN list are refused when the statement is
+    rendered, not sent wrong."""
+    dialect = postgresql.psycopg.dialect()  # type: ignore[attr-defined]
+    runs = AgentRun.__table__
+    with_default = insert(runs).from_select(["id"], select(bindparam("id", type_=String)))
+    with pytest.raises(TypeError, match="Python-side column defaults"):
+        PrebuiltStatement(with_default).render(dialect)
+    listed = select(literal(1)).where(bindparam("x", type_=String).in_(["a", "b"]))
+    with pytest.raises(TypeError, match="expanding IN list"):
+        PrebuiltStatement(listed).render(dialect)
+    # without the defaults (the server's own apply) it renders
+    plain = insert(runs).from_select(
+        ["id"], select(bindparam("id", type_=String)), include_defaults=False
+    )
+    assert PrebuiltStatement(plain).render(dialect).sql.startswith("INSERT INTO agent_runs (id)")
 
 
 # -- what goes wrong, as SQLAlchemy would have it -------------------------------------------------

@@ -20,7 +20,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.support.factories import make_run, make_user, remember
+from tests.support.factories import make_run, make_user, remember, sql
 from tests.support.history import new_thread
 from tests.support.statements import CountingCursor, Counts, counting
 from yuxi import limits
@@ -153,6 +153,30 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
         "events": 3,  # [running, memory_snapshot], [token], [token, message, completed]
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer
+
+
+async def test_a_message_is_submitted_in_four_statements(container: Container) -> None:
+    """``POST …/runs`` in steady state: the thread's status and title (one prebuilt read, no ORM
+    row), the run (one insert that also checks the thread is not waiting for a decision and
+    wakes a worker), the user message with the thread touched, the ``pending`` event; one
+    transaction."""
+    uid = await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    first, _ = await chat.submit(uid, thread, "first qzxsubmit")
+    await sql(container, "UPDATE agent_runs SET status = 'completed' WHERE id = :id", id=first.id)
+    with counting(container.engine) as seen:
+        run, created = await chat.submit(uid, thread, "second 第二 qzxsubmit")
+    assert created and run.status == "pending" and run.conversation_thread_id == thread
+    assert _profile(seen) == {
+        "statements": 4,
+        "transactions": 1,
+        "commits": 1,
+        "rollbacks": 0,
+        "round_trips": 6,
+        "events": 1,
+    }, seen.statements
+    assert seen.statements[0].startswith("SELECT conversations.id, conversations.uid")
 
 
 async def test_a_memory_write_is_two_statements_in_one_transaction(

@@ -84,6 +84,10 @@ def _render(statement: Executable, dialect: Dialect) -> Rendered:
     compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
     if compiled.positional:
         raise TypeError("a prebuilt statement needs a named paramstyle")
+    if compiled.insert_prefetch or compiled.update_prefetch:
+        # Python-side column defaults: Core computes them per execution, which is skipped here
+        # (they would be sent as NULL).
+        raise TypeError("a statement with Python-side column defaults cannot be prebuilt")
     constants: dict[str, Any] = {}
     processors: Processors = {}
     for name, value in compiled.params.items():

@@ -38,7 +38,7 @@ from yuxi.limits import (
 from yuxi.repositories.lookback.visibility import NOT_VISIBLE, is_subagent_child
 from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES, MESSAGE_ROLES
 
-__all__ = ["NOT_VISIBLE", "AddedMessage", "ThreadRepository"]
+__all__ = ["NOT_VISIBLE", "AddedMessage", "ThreadRef", "ThreadRepository"]
 
 _BIGINT_MAX = 2**63 - 1
 
@@ -53,6 +53,27 @@ class AddedMessage(NamedTuple):
     id: int
     uid: str
     updated_at: Any
+
+
+class ThreadRef(NamedTuple):
+    """What a run's submission needs of its thread, read in one prebuilt statement (no ORM
+    entity): its key, owner, public id, status and title."""
+
+    id: int
+    uid: str
+    thread_id: str
+    status: str
+    title: str
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> ThreadRef:
+        return cls(
+            conversation.id,
+            conversation.uid,
+            conversation.thread_id,
+            conversation.status,
+            conversation.title,
+        )
 
 
 _THREADS = cast(Table, Conversation.__table__).c
@@ -125,6 +146,12 @@ _OWNED = select(Conversation).where(
     Conversation.thread_id == bindparam("thread_id", type_=String),
     Conversation.uid == bindparam("uid", type_=String),
 )
+_OWNED_REF = PrebuiltStatement(
+    select(*(_THREADS[name] for name in ThreadRef._fields)).where(
+        _THREADS.thread_id == bindparam("thread_id", type_=String),
+        _THREADS.uid == bindparam("uid", type_=String),
+    )
+)
 _ADD_MESSAGE = _add_message_statement(by_thread=False)
 _ADD_MESSAGE_TO_THREAD = _add_message_statement(by_thread=True)
 
@@ -184,6 +211,12 @@ class ThreadRepository:
         """The caller's own thread, whatever its status or source (None for anyone else's)."""
         params = {"thread_id": thread_id, "uid": uid}
         return (await self.session.execute(_OWNED, params)).scalar_one_or_none()
+
+    async def get_owned_ref(self, uid: str, thread_id: str) -> ThreadRef | None:
+        """:meth:`get_owned`'s thread as a :class:`ThreadRef`: one prebuilt statement, for a
+        hot path that only reads it (a run's submission)."""
+        row = await _OWNED_REF.first(self.session, {"thread_id": thread_id, "uid": uid})
+        return None if row is None else ThreadRef(*row)
 
     async def list_conversations(
         self,
@@ -294,17 +327,44 @@ class ThreadRepository:
         """Append a message (owned by the conversation's user) and touch ``updated_at`` — and,
         given a ``title``, set it (None: the title stays) — on the loaded row too, in one
         statement."""
+        added = await self.append_message(
+            conversation.id,
+            role=role,
+            content=content,
+            message_type=message_type,
+            metadata=metadata,
+            image_content=image_content,
+            attachments=attachments,
+            run_id=run_id,
+            title=title,
+        )
+        set_committed_value(conversation, "updated_at", added.updated_at)
+        if title is not None:  # written: the loaded row has nothing left to flush
+            set_committed_value(conversation, "title", title)
+        return added
+
+    async def append_message(
+        self,
+        conversation_id: int,
+        *,
+        role: str,
+        content: str,
+        message_type: str = "text",
+        metadata: dict[str, Any] | None = None,
+        image_content: str | None = None,
+        attachments: list[Any] | None = None,
+        run_id: str | None = None,
+        title: str | None = None,
+    ) -> AddedMessage:
+        """:meth:`add_message` to the thread with key ``conversation_id``, no row loaded."""
         params = _message_params(
             role, content, message_type, metadata, image_content, attachments, run_id
         )
-        params["conversation_id"] = conversation.id
+        params["conversation_id"] = conversation_id
         params["title"] = title
         added = await _ADD_MESSAGE.first(self.session, params)
         if added is None:
             raise NotFound("thread not found")
-        set_committed_value(conversation, "updated_at", added.updated_at)
-        if title is not None:  # written: the loaded row has nothing left to flush
-            set_committed_value(conversation, "title", title)
         return AddedMessage(int(added.id), added.uid, added.updated_at)
 
     async def add_message_to_thread(

@@ -17,6 +17,7 @@ from yuxi.db.models import AgentRun, Conversation
 from yuxi.errors import Conflict, InvalidArgument, NotFound
 from yuxi.limits import RUN_INPUT_MAX_BYTES, TITLE_MAX_CHARS, TRASH_DAYS
 from yuxi.repositories.runs.run_event_repository import StreamedEvent
+from yuxi.repositories.thread_repository import ThreadRef
 from yuxi.repositories.token_repository import hash_credential
 from yuxi.services.chat._cancel import cancel_in
 from yuxi.services.chat._decisions import (
@@ -52,6 +53,14 @@ async def _live_thread(uow: UnitOfWork, uid: str, thread_id: str) -> Conversatio
     if conversation is None or conversation.status == "deleted":
         raise NotFound("thread not found")
     return conversation
+
+
+async def _live_thread_ref(uow: UnitOfWork, uid: str, thread_id: str) -> ThreadRef:
+    """:func:`_live_thread` as a :class:`ThreadRef` (one prebuilt statement, no ORM row)."""
+    thread = await uow.threads.get_owned_ref(uid, thread_id)
+    if thread is None or thread.status == "deleted":
+        raise NotFound("thread not found")
+    return thread
 
 
 class ChatService:
@@ -187,8 +196,8 @@ class ChatService:
         body = check_text("input", text, max_bytes=RUN_INPUT_MAX_BYTES)
         rid = check_request_id(request_id)
         async with self._uow() as uow:
-            conversation = await _live_thread(uow, uid, thread_id)
-            run, created = await self._submit_in(uow, conversation, body, rid)
+            thread = await _live_thread_ref(uow, uid, thread_id)
+            run, created = await self._submit_in(uow, thread, body, rid)
             await uow.commit()
         return run, created
 
@@ -205,25 +214,25 @@ class ChatService:
             if existing is not None:
                 return existing, False
             conversation = await uow.threads.create_conversation(uid, source=source)
-            run, created = await self._submit_in(uow, conversation, body, rid)
+            run, created = await self._submit_in(uow, ThreadRef.of(conversation), body, rid)
             if created:
                 await uow.commit()  # a lost race on request_id rolls the new thread back
         return run, created
 
     @staticmethod
     async def _submit_in(
-        uow: UnitOfWork, conversation: Conversation, body: str, request_id: str
+        uow: UnitOfWork, thread: ThreadRef, body: str, request_id: str
     ) -> tuple[AgentRun, bool]:
         """The run of a new message on a loaded thread, in the caller's transaction. The rules,
         in this order: an archived thread is a Conflict; a request that already has its run gets
         it back (another thread's: Conflict); a thread waiting for an approval decision is a
         Conflict; a thread with an active run is ActiveRunExists. The insert checks the last
         three itself (``create_run`` with ``unless_awaiting_decision``): no read first."""
-        if conversation.status != "active":
+        if thread.status != "active":
             raise Conflict("thread is archived; unarchive it to continue")
         run, created = await uow.runs.create_run(
-            uid=conversation.uid,
-            thread_id=conversation.thread_id,
+            uid=thread.uid,
+            thread_id=thread.thread_id,
             request_id=request_id,
             run_type="chat",
             input_payload={"input": body},
@@ -231,9 +240,9 @@ class ChatService:
         )
         if created:
             # An untitled thread takes its first message's title, in the message's statement.
-            title = None if conversation.title else auto_title(body)
-            await uow.threads.add_message(
-                conversation, role="user", content=body, run_id=run.id, title=title
+            title = None if thread.title else auto_title(body)
+            await uow.threads.append_message(
+                thread.id, role="user", content=body, run_id=run.id, title=title
             )
             await uow.events.append(run.id, "run_status", {"status": "pending"})
         return run, created
