@@ -13,20 +13,16 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
-    BigInteger,
-    ColumnElement,
     String,
     Table,
     bindparam,
     func,
     select,
-    true,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
-from sqlalchemy.sql import insert
 
 from yuxi.db.models import Conversation, Message, SubagentThread
 from yuxi.db.prebuilt import PrebuiltStatement
@@ -35,8 +31,9 @@ from yuxi.limits import (
     LIST_MAX_CONVERSATIONS,
     LIST_MAX_MESSAGES,
 )
+from yuxi.repositories._messages import ADD_MESSAGE, ADD_MESSAGE_TO_THREAD, message_params
 from yuxi.repositories.lookback.visibility import NOT_VISIBLE, is_subagent_child
-from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES, MESSAGE_ROLES
+from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES
 
 __all__ = ["NOT_VISIBLE", "AddedMessage", "ThreadRef", "ThreadRepository"]
 
@@ -77,69 +74,6 @@ class ThreadRef(NamedTuple):
 
 
 _THREADS = cast(Table, Conversation.__table__).c
-_MESSAGES = cast(Table, Message.__table__)
-
-
-def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
-    """Touch the thread's ``updated_at`` and append the message to it, in one statement::
-
-        WITH touched AS (UPDATE conversations … RETURNING id, uid, updated_at),
-             added AS (INSERT INTO messages … SELECT … FROM touched RETURNING id)
-        SELECT added.id, touched.uid, touched.updated_at FROM added JOIN touched ON true
-
-    The thread is named by its primary key (``conversation_id``), or (``by_thread``) by its
-    ``thread_id`` and owner ``uid``; a thread that is not there gets no message and the
-    statement returns no row. The message is owned by the thread's user. Named by its key, the
-    thread also takes ``title`` when one is given (``coalesce(:title, title)``: a thread's
-    first message titles it in the same statement, not in an ``UPDATE`` of its own)."""
-    table = cast(Table, Conversation.__table__)
-    which: tuple[ColumnElement[bool], ...]
-    if by_thread:
-        which = (
-            _THREADS.thread_id == bindparam("thread_id", type_=String),
-            _THREADS.uid == bindparam("uid", type_=String),
-        )
-    else:
-        which = (_THREADS.id == bindparam("conversation_id", type_=BigInteger),)
-    values: dict[str, Any] = {"updated_at": func.now()}
-    if not by_thread:
-        values["title"] = func.coalesce(bindparam("title", type_=String), _THREADS.title)
-    touched = (
-        update(table)
-        .where(*which)
-        .values(**values)
-        .returning(_THREADS.id, _THREADS.uid, _THREADS.updated_at)
-        .cte("touched")
-    )
-    columns = _MESSAGES.c
-    row = select(
-        touched.c.id,
-        touched.c.uid,
-        bindparam("role", type_=columns.role.type),
-        bindparam("message_type", type_=columns.message_type.type),
-        bindparam("content", type_=columns.content.type),
-        bindparam("metadata", type_=columns.metadata.type),
-        bindparam("image_content", type_=columns.image_content.type),
-        bindparam("attachments", type_=columns.attachments.type),
-        bindparam("run_id", type_=columns.run_id.type),
-    )
-    names = [
-        "conversation_id",
-        "uid",
-        "role",
-        "message_type",
-        "content",
-        "metadata",
-        "image_content",
-        "attachments",
-        "run_id",
-    ]
-    added = insert(_MESSAGES).from_select(names, row).returning(columns.id).cte("added")
-    return PrebuiltStatement(
-        select(added.c.id, touched.c.uid, touched.c.updated_at).select_from(
-            added.join(touched, true())
-        )
-    )
 
 
 _OWNED = select(Conversation).where(
@@ -152,30 +86,6 @@ _OWNED_REF = PrebuiltStatement(
         _THREADS.uid == bindparam("uid", type_=String),
     )
 )
-_ADD_MESSAGE = _add_message_statement(by_thread=False)
-_ADD_MESSAGE_TO_THREAD = _add_message_statement(by_thread=True)
-
-
-def _message_params(
-    role: str,
-    content: str,
-    message_type: str,
-    metadata: dict[str, Any] | None,
-    image_content: str | None,
-    attachments: list[Any] | None,
-    run_id: str | None,
-) -> dict[str, Any]:
-    if role not in MESSAGE_ROLES:
-        raise InvalidArgument(f"unknown message role {role!r}")
-    return {
-        "role": role,
-        "message_type": message_type,
-        "content": content,
-        "metadata": dict(metadata or {}),
-        "image_content": image_content,
-        "attachments": attachments,
-        "run_id": run_id,
-    }
 
 
 class ThreadRepository:
@@ -357,12 +267,12 @@ class ThreadRepository:
         title: str | None = None,
     ) -> AddedMessage:
         """:meth:`add_message` to the thread with key ``conversation_id``, no row loaded."""
-        params = _message_params(
+        params = message_params(
             role, content, message_type, metadata, image_content, attachments, run_id
         )
         params["conversation_id"] = conversation_id
         params["title"] = title
-        added = await _ADD_MESSAGE.first(self.session, params)
+        added = await ADD_MESSAGE.first(self.session, params)
         if added is None:
             raise NotFound("thread not found")
         return AddedMessage(int(added.id), added.uid, added.updated_at)
@@ -381,10 +291,10 @@ class ThreadRepository:
         """Append a message to ``uid``'s thread ``thread_id`` (whatever its status) and touch
         its ``updated_at``, in one statement. None: the user has no such thread (nothing
         written)."""
-        params = _message_params(role, content, message_type, metadata, None, None, run_id)
+        params = message_params(role, content, message_type, metadata, None, None, run_id)
         params["uid"] = uid
         params["thread_id"] = thread_id
-        added = await _ADD_MESSAGE_TO_THREAD.first(self.session, params)
+        added = await ADD_MESSAGE_TO_THREAD.first(self.session, params)
         return None if added is None else AddedMessage(int(added.id), added.uid, added.updated_at)
 
     async def list_messages(self, conversation_id: int, *, limit: int = 200) -> list[Message]:

@@ -20,27 +20,22 @@ from sqlalchemy import (
     String,
     Table,
     bindparam,
-    exists,
     func,
-    literal_column,
-    or_,
     select,
     update,
 )
-from sqlalchemy import inspect as sa_inspect
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.db.models import AgentRun
-from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING
+from yuxi.db.notifications import RUN_CANCEL
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.errors import ActiveRunExists, Conflict
 from yuxi.repositories.memory import lock_user_memory
-from yuxi.repositories.notify import notify, notify_value
+from yuxi.repositories.notify import notify
 from yuxi.repositories.runs import _lease as lease
 from yuxi.repositories.runs._lease import new_worker_id, owned_live_lease
-from yuxi.repositories.runs.tool_call_repository import open_in_thread
+from yuxi.repositories.runs._submission import INSERT_RUN, NEW_RUN_FIELDS, PREVIOUS_RUN, run_of
 from yuxi.vocabulary import (
     CLAIMABLE_RUN_TYPES,
     LEASE_EXPIRED,
@@ -100,90 +95,6 @@ _BY_REQUEST = select(AgentRun).where(
 )
 
 
-def _latest_top_level(*columns: Any, other_than: Any = None) -> Any:
-    """The newest chat/resume run of the thread ``thread_id`` (other than ``other_than``)."""
-    where = [
-        AgentRun.conversation_thread_id == bindparam("thread_id", type_=String),
-        # SQL literals, not an IN list of bind parameters (an expanding list is rendered per
-        # call): the insert of a new run asks this prebuilt.
-        or_(*(AgentRun.run_type == literal_column(f"'{t}'") for t in CLAIMABLE_RUN_TYPES)),
-    ]
-    if other_than is not None:
-        where.append(AgentRun.id != other_than)
-    return (
-        select(*columns)
-        .where(*where)
-        .order_by(AgentRun.created_at.desc(), AgentRun.id.desc())
-        .limit(1)
-    )
-
-
-_LATEST_STATUS = _latest_top_level(AgentRun.status)
-_PREVIOUS_RUN = _latest_top_level(
-    AgentRun.status,
-    AgentRun.error_code,
-    exists()
-    .where(open_in_thread(bindparam("uid", type_=String), bindparam("thread_id", type_=String)))
-    .label("open_calls"),
-    other_than=bindparam("run_id", type_=String),
-)
-
-
-#: The columns a new run is inserted with, in order (:func:`_insert_run`).
-_NEW_RUN_FIELDS = (
-    "id",
-    "uid",
-    "conversation_thread_id",
-    "request_id",
-    "run_type",
-    "status",
-    "input_payload",
-    "created_by_run_id",
-)
-#: Each attribute of AgentRun and the column it maps (a row read back becomes an entity).
-_RUN_ATTRIBUTES = tuple(
-    (attribute.key, attribute.columns[0].name) for attribute in sa_inspect(AgentRun).column_attrs
-)
-
-
-def _insert_run(*, unless_awaiting_decision: bool, wakes: bool) -> PrebuiltStatement:
-    """``INSERT INTO agent_runs … SELECT <values> [WHERE <thread not awaiting a decision>]
-    ON CONFLICT (uid, request_id) DO NOTHING RETURNING <the row>[, pg_notify(run_pending)]``,
-    built once on the table and run prebuilt: every chat message makes one. The values are
-    the parameters ``v_<column>`` (SQLAlchemy keeps the columns' own names for itself)."""
-    row = select(*(bindparam(f"v_{name}", type_=_RUNS[name].type) for name in _NEW_RUN_FIELDS))
-    if unless_awaiting_decision:
-        # The awaiting check in the insert itself: the thread's latest run as the insert
-        # sees it, not as an earlier read did.
-        latest = _LATEST_STATUS.scalar_subquery()
-        row = row.where(latest.is_distinct_from("interrupted"))
-    # The whole row as the database wrote it (server defaults included), in the insert; a
-    # pending chat/resume run wakes a worker (a RETURNING notification fires only for a row
-    # actually written, when the transaction commits).
-    returned = [*_TABLE.c, notify_value(RUN_PENDING, _RUNS.id)] if wakes else [*_TABLE.c]
-    return PrebuiltStatement(
-        insert(_TABLE)
-        # The other columns take their server defaults (a Python-side default is computed per
-        # execution by SQLAlchemy, which a prebuilt statement skips).
-        .from_select(list(_NEW_RUN_FIELDS), row, include_defaults=False)
-        .on_conflict_do_nothing(index_elements=[_RUNS.uid, _RUNS.request_id])
-        .returning(*returned)
-    )
-
-
-_INSERT_RUN = {
-    (unless, wakes): _insert_run(unless_awaiting_decision=unless, wakes=wakes)
-    for unless in (False, True)
-    for wakes in (False, True)
-}
-
-
-def _run_of(row: Any) -> AgentRun:
-    """The run a prebuilt statement returned whole, as an entity (not in any session: a run
-    just written is only read)."""
-    return AgentRun(**{key: getattr(row, name) for key, name in _RUN_ATTRIBUTES})
-
-
 class PreviousRun(NamedTuple):
     """How a thread's previous run ended, and whether the thread has tool calls still open."""
 
@@ -235,20 +146,18 @@ class AgentRunRepository:
             input_payload or {},
             created_by_run_id,
         )
-        params = {f"v_{name}": value for name, value in zip(_NEW_RUN_FIELDS, values, strict=True)}
+        params = {f"v_{name}": value for name, value in zip(NEW_RUN_FIELDS, values, strict=True)}
         if unless_awaiting_decision:
             params["thread_id"] = thread_id
         wakes = status == "pending" and run_type in CLAIMABLE_RUN_TYPES
         try:
-            inserted = await _INSERT_RUN[unless_awaiting_decision, wakes].first(
-                self.session, params
-            )
+            inserted = await INSERT_RUN[unless_awaiting_decision, wakes].first(self.session, params)
         except IntegrityError as exc:
             if "uq_agent_runs_one_active_per_thread" in str(exc.orig):
                 raise ActiveRunExists("this thread already has an active run") from exc
             raise
         if inserted is not None:
-            return _run_of(inserted), True
+            return run_of(inserted), True
         # Nothing written: the request already has its run (a retry), or the thread waits.
         existing = await self.get_by_request(uid, request_id)
         if existing is None:
@@ -397,7 +306,7 @@ class AgentRunRepository:
         """How the newest chat/resume run of ``uid``'s thread other than ``run_id`` ended, and
         whether the thread has tool calls still open, in one statement (None: no such run)."""
         params = {"uid": uid, "thread_id": thread_id, "run_id": run_id}
-        row = (await self.session.execute(_PREVIOUS_RUN, params)).one_or_none()
+        row = await PREVIOUS_RUN.first(self.session, params)
         return None if row is None else PreviousRun(row.status, row.error_code, row.open_calls)
 
     async def request_cancel(self, uid: str, run_id: str) -> bool:

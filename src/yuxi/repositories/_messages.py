@@ -1,0 +1,115 @@
+"""The one-statement message append behind the thread repository's ``add_message``,
+``append_message`` and ``add_message_to_thread``: built once, run prebuilt."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    String,
+    Table,
+    bindparam,
+    func,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.sql import insert
+
+from yuxi.db.models import Conversation, Message
+from yuxi.db.prebuilt import PrebuiltStatement
+from yuxi.errors import InvalidArgument
+from yuxi.vocabulary import MESSAGE_ROLES
+
+_THREADS = cast(Table, Conversation.__table__).c
+_MESSAGES = cast(Table, Message.__table__)
+
+
+def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
+    """Touch the thread's ``updated_at`` and append the message to it, in one statement::
+
+        WITH touched AS (UPDATE conversations … RETURNING id, uid, updated_at),
+             added AS (INSERT INTO messages … SELECT … FROM touched RETURNING id)
+        SELECT added.id, touched.uid, touched.updated_at FROM added JOIN touched ON true
+
+    The thread is named by its primary key (``conversation_id``), or (``by_thread``) by its
+    ``thread_id`` and owner ``uid``; a thread that is not there gets no message and the
+    statement returns no row. The message is owned by the thread's user. Named by its key, the
+    thread also takes ``title`` when one is given (``coalesce(:title, title)``: a thread's
+    first message titles it in the same statement, not in an ``UPDATE`` of its own)."""
+    table = cast(Table, Conversation.__table__)
+    which: tuple[ColumnElement[bool], ...]
+    if by_thread:
+        which = (
+            _THREADS.thread_id == bindparam("thread_id", type_=String),
+            _THREADS.uid == bindparam("uid", type_=String),
+        )
+    else:
+        which = (_THREADS.id == bindparam("conversation_id", type_=BigInteger),)
+    values: dict[str, Any] = {"updated_at": func.now()}
+    if not by_thread:
+        values["title"] = func.coalesce(bindparam("title", type_=String), _THREADS.title)
+    touched = (
+        update(table)
+        .where(*which)
+        .values(**values)
+        .returning(_THREADS.id, _THREADS.uid, _THREADS.updated_at)
+        .cte("touched")
+    )
+    columns = _MESSAGES.c
+    row = select(
+        touched.c.id,
+        touched.c.uid,
+        bindparam("role", type_=columns.role.type),
+        bindparam("message_type", type_=columns.message_type.type),
+        bindparam("content", type_=columns.content.type),
+        bindparam("metadata", type_=columns.metadata.type),
+        bindparam("image_content", type_=columns.image_content.type),
+        bindparam("attachments", type_=columns.attachments.type),
+        bindparam("run_id", type_=columns.run_id.type),
+    )
+    names = [
+        "conversation_id",
+        "uid",
+        "role",
+        "message_type",
+        "content",
+        "metadata",
+        "image_content",
+        "attachments",
+        "run_id",
+    ]
+    added = insert(_MESSAGES).from_select(names, row).returning(columns.id).cte("added")
+    return PrebuiltStatement(
+        select(added.c.id, touched.c.uid, touched.c.updated_at).select_from(
+            added.join(touched, true())
+        )
+    )
+
+
+ADD_MESSAGE = _add_message_statement(by_thread=False)
+ADD_MESSAGE_TO_THREAD = _add_message_statement(by_thread=True)
+
+
+def message_params(
+    role: str,
+    content: str,
+    message_type: str,
+    metadata: dict[str, Any] | None,
+    image_content: str | None,
+    attachments: list[Any] | None,
+    run_id: str | None,
+) -> dict[str, Any]:
+    if role not in MESSAGE_ROLES:
+        raise InvalidArgument(f"unknown message role {role!r}")
+    return {
+        "role": role,
+        "message_type": message_type,
+        "content": content,
+        "metadata": dict(metadata or {}),
+        "image_content": image_content,
+        "attachments": attachments,
+        "run_id": run_id,
+    }

@@ -1,0 +1,110 @@
+"""The statements of a run's submission and start, built once on the table and run prebuilt
+(:mod:`yuxi.db.prebuilt`): every chat message inserts a run, and every chat run reads how the
+thread's previous one ended."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from sqlalchemy import String, Table, bindparam, exists, literal_column, or_, select
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.dialects.postgresql import insert
+
+from yuxi.db.models import AgentRun
+from yuxi.db.notifications import RUN_PENDING
+from yuxi.db.prebuilt import PrebuiltStatement
+from yuxi.repositories.notify import notify_value
+from yuxi.repositories.runs.tool_call_repository import open_in_thread
+from yuxi.vocabulary import CLAIMABLE_RUN_TYPES
+
+__all__ = ["INSERT_RUN", "NEW_RUN_FIELDS", "PREVIOUS_RUN", "run_of"]
+
+_TABLE = cast(Table, AgentRun.__table__)
+_RUNS = _TABLE.c
+
+
+def _latest_top_level(*columns: Any, other_than: Any = None) -> Any:
+    """The newest chat/resume run of the thread ``thread_id`` (other than ``other_than``)."""
+    where = [
+        AgentRun.conversation_thread_id == bindparam("thread_id", type_=String),
+        # SQL literals, not an IN list of bind parameters (an expanding list is rendered per
+        # call): the insert of a new run asks this prebuilt.
+        or_(*(AgentRun.run_type == literal_column(f"'{t}'") for t in CLAIMABLE_RUN_TYPES)),
+    ]
+    if other_than is not None:
+        where.append(AgentRun.id != other_than)
+    return (
+        select(*columns)
+        .where(*where)
+        .order_by(AgentRun.created_at.desc(), AgentRun.id.desc())
+        .limit(1)
+    )
+
+
+_LATEST_STATUS = _latest_top_level(AgentRun.status)
+#: Read as every chat run starts: built once and run prebuilt.
+PREVIOUS_RUN = PrebuiltStatement(
+    _latest_top_level(
+        AgentRun.status,
+        AgentRun.error_code,
+        exists()
+        .where(open_in_thread(bindparam("uid", type_=String), bindparam("thread_id", type_=String)))
+        .label("open_calls"),
+        other_than=bindparam("run_id", type_=String),
+    )
+)
+
+
+#: The columns a new run is inserted with, in order (:func:`_insert_run`).
+NEW_RUN_FIELDS = (
+    "id",
+    "uid",
+    "conversation_thread_id",
+    "request_id",
+    "run_type",
+    "status",
+    "input_payload",
+    "created_by_run_id",
+)
+#: Each attribute of AgentRun and the column it maps (a row read back becomes an entity).
+_RUN_ATTRIBUTES = tuple(
+    (attribute.key, attribute.columns[0].name) for attribute in sa_inspect(AgentRun).column_attrs
+)
+
+
+def _insert_run(*, unless_awaiting_decision: bool, wakes: bool) -> PrebuiltStatement:
+    """``INSERT INTO agent_runs … SELECT <values> [WHERE <thread not awaiting a decision>]
+    ON CONFLICT (uid, request_id) DO NOTHING RETURNING <the row>[, pg_notify(run_pending)]``,
+    built once on the table and run prebuilt: every chat message makes one. The values are
+    the parameters ``v_<column>`` (SQLAlchemy keeps the columns' own names for itself)."""
+    row = select(*(bindparam(f"v_{name}", type_=_RUNS[name].type) for name in NEW_RUN_FIELDS))
+    if unless_awaiting_decision:
+        # The awaiting check in the insert itself: the thread's latest run as the insert
+        # sees it, not as an earlier read did.
+        latest = _LATEST_STATUS.scalar_subquery()
+        row = row.where(latest.is_distinct_from("interrupted"))
+    # The whole row as the database wrote it (server defaults included), in the insert; a
+    # pending chat/resume run wakes a worker (a RETURNING notification fires only for a row
+    # actually written, when the transaction commits).
+    returned = [*_TABLE.c, notify_value(RUN_PENDING, _RUNS.id)] if wakes else [*_TABLE.c]
+    return PrebuiltStatement(
+        insert(_TABLE)
+        # The other columns take their server defaults (a Python-side default is computed per
+        # execution by SQLAlchemy, which a prebuilt statement skips).
+        .from_select(list(NEW_RUN_FIELDS), row, include_defaults=False)
+        .on_conflict_do_nothing(index_elements=[_RUNS.uid, _RUNS.request_id])
+        .returning(*returned)
+    )
+
+
+INSERT_RUN = {
+    (unless, wakes): _insert_run(unless_awaiting_decision=unless, wakes=wakes)
+    for unless in (False, True)
+    for wakes in (False, True)
+}
+
+
+def run_of(row: Any) -> AgentRun:
+    """The run a prebuilt statement returned whole, as an entity (not in any session: a run
+    just written is only read)."""
+    return AgentRun(**{key: getattr(row, name) for key, name in _RUN_ATTRIBUTES})
