@@ -118,10 +118,19 @@ class RunExecutor:
                 "configurable": {"thread_id": identity.thread_id},
                 "recursion_limit": RUN_MAX_STEPS,
             }
-            # Messages already in the thread's checkpoint were recorded by earlier runs.
-            checkpoint = await graph.aget_state(config)
+            # The thread's checkpoint is read while the start is recorded: neither needs the
+            # other (they use different connections), and the first token waits for both.
+            # Messages already in the checkpoint were recorded by earlier runs.
+            reading = asyncio.create_task(graph.aget_state(config))
+            try:
+                why = await self._start(claimed, assembled)
+            except BaseException:  # LeaseLost, cancelled, failed: the read is not wanted
+                reading.cancel()
+                await asyncio.gather(reading, return_exceptions=True)
+                raise
+            checkpoint = await reading
             earlier = (checkpoint.values or {}).get("messages", []) if checkpoint else []
-            graph_input = await self._start(claimed, assembled, earlier, graph_input)
+            graph_input = _with_closures(claimed, earlier, why, graph_input)
             translator = StreamTranslator(m.id for m in earlier if getattr(m, "id", None))
             outcome.usage = translator.usage
             async for mode, chunk in graph.astream(
@@ -166,28 +175,18 @@ class RunExecutor:
         )
         return "completed"
 
-    async def _start(
-        self, claimed: ClaimedRun, assembled: AssembledGraph, earlier: list[Any], graph_input: Any
-    ) -> Any:
+    async def _start(self, claimed: ClaimedRun, assembled: AssembledGraph) -> str | None:
         """The run's start, one transaction: its ``running`` event, the memory snapshot it sees
         and, for a chat run, the tool calls an earlier run left open (it was cancelled, failed
-        or lost its lease between a call and its result) closed in the thread's records; they
-        are answered in the checkpoint too, before the new user message, so the conversation is
-        valid input again."""
+        or lost its lease between a call and its result) closed in the thread's records. How
+        that run ended (None: no run did, or this is not a chat run)."""
         snapshot = assembled.snapshot
-        chat = claimed.run_type == "chat"
-        why = await self._services.runs.start(
+        return await self._services.runs.start(
             claimed.identity,
             attempt=claimed.attempt,
             snapshot=None if snapshot is None else (snapshot.sha256, snapshot.size),
-            close_open_calls=chat,
+            close_open_calls=claimed.run_type == "chat",
         )
-        if not chat:
-            return graph_input
-        closures = closing_messages(earlier, why or "Not completed: its run ended first.")
-        if not closures:
-            return graph_input
-        return {"messages": [*closures, *graph_input["messages"]]}
 
     async def _step(
         self, claimed: ClaimedRun, records: list[StreamEvent], outcome: _Outcome
@@ -255,6 +254,20 @@ class RunExecutor:
                 outcome.reply = content
             case InterruptRequested(request=request):
                 outcome.interrupt = request
+
+
+def _with_closures(
+    claimed: ClaimedRun, earlier: list[Any], why: str | None, graph_input: Any
+) -> Any:
+    """A chat run's input with the tool calls an earlier run left open answered in the
+    checkpoint too, before the new user message, so the conversation is valid input again
+    (their records were closed as the run started)."""
+    if claimed.run_type != "chat":
+        return graph_input
+    closures = closing_messages(earlier, why or "Not completed: its run ended first.")
+    if not closures:
+        return graph_input
+    return {"messages": [*closures, *graph_input["messages"]]}
 
 
 async def _write(run_record: RunRecord, event: StreamEvent) -> None:
