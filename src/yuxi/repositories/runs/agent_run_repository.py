@@ -103,6 +103,16 @@ class PreviousRun(NamedTuple):
     open_calls: bool
 
 
+#: A run by its owner, whole, for a request that only reads it (its status, its events'
+#: stream's 404): built once and run prebuilt.
+_READ_OWNED = PrebuiltStatement(
+    select(*_TABLE.c).where(
+        _RUNS.id == bindparam("run_id", type_=String),
+        _RUNS.uid == bindparam("uid", type_=String),
+    )
+)
+
+
 class AgentRunRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -193,6 +203,12 @@ class AgentRunRepository:
             .returning(AgentRun.id)
         )
         return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+
+    async def read_owned(self, uid: str, run_id: str) -> AgentRun | None:
+        """:meth:`get_owned` for a reader: one prebuilt statement, the run an entity outside
+        the session (nothing of it is written back)."""
+        row = await _READ_OWNED.first(self.session, {"run_id": run_id, "uid": uid})
+        return None if row is None else run_of(row)
 
     async def get_owned(self, uid: str, run_id: str) -> AgentRun | None:
         row = await self.session.execute(

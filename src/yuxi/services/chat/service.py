@@ -298,7 +298,7 @@ class ChatService:
 
     async def get_run(self, uid: str, run_id: str) -> AgentRun:
         async with self._uow.one_statement() as uow:
-            run = await uow.runs.get_owned(uid, run_id)
+            run = await uow.runs.read_owned(uid, run_id)
         if run is None:
             raise NotFound("run not found")
         return run
