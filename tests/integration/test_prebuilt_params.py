@@ -3,15 +3,14 @@ does (read at the driver's cursor, where both pass), on a real server, and gets 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
-from sqlalchemy import Integer, String, bindparam, func, literal, select
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import Integer, String, Table, bindparam, func, literal, select
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound, OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
 
 from tests.support.statements import sent_statements
 from yuxi.db.models import AgentRun
@@ -52,8 +51,8 @@ def test_what_core_computes_per_execution_is_refused_when_rendered() -> None:
     """A Python-side column default (Core computes it per execution, which a prebuilt statement
     skips: it would be sent as NULL) and an expanding IN list are refused when the statement is
     rendered, not sent wrong."""
-    dialect = postgresql.psycopg.dialect()  # type: ignore[attr-defined]
-    runs = AgentRun.__table__
+    dialect = create_async_engine("postgresql+psycopg://").dialect  # never connects
+    runs = cast(Table, AgentRun.__table__)
     with_default = insert(runs).from_select(["id"], select(bindparam("id", type_=String)))
     with pytest.raises(TypeError, match="Python-side column defaults"):
         PrebuiltStatement(with_default).render(dialect)
