@@ -1,5 +1,5 @@
-"""The one-statement message append behind the thread repository's ``add_message``,
-``append_message`` and ``add_message_to_thread``: built once, run prebuilt."""
+"""The one-statement message append behind the thread repository's ``add_message`` and
+``add_message_to_thread``: built once, run prebuilt."""
 
 from __future__ import annotations
 

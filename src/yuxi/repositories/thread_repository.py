@@ -223,7 +223,7 @@ class ThreadRepository:
 
     async def add_message(
         self,
-        conversation: Conversation,
+        thread: Conversation | ThreadRef,
         *,
         role: str,
         content: str,
@@ -234,48 +234,23 @@ class ThreadRepository:
         run_id: str | None = None,
         title: str | None = None,
     ) -> AddedMessage:
-        """Append a message (owned by the conversation's user) and touch ``updated_at`` — and,
-        given a ``title``, set it (None: the title stays) — on the loaded row too, in one
-        statement."""
-        added = await self.append_message(
-            conversation.id,
-            role=role,
-            content=content,
-            message_type=message_type,
-            metadata=metadata,
-            image_content=image_content,
-            attachments=attachments,
-            run_id=run_id,
-            title=title,
-        )
-        set_committed_value(conversation, "updated_at", added.updated_at)
-        if title is not None:  # written: the loaded row has nothing left to flush
-            set_committed_value(conversation, "title", title)
-        return added
-
-    async def append_message(
-        self,
-        conversation_id: int,
-        *,
-        role: str,
-        content: str,
-        message_type: str = "text",
-        metadata: dict[str, Any] | None = None,
-        image_content: str | None = None,
-        attachments: list[Any] | None = None,
-        run_id: str | None = None,
-        title: str | None = None,
-    ) -> AddedMessage:
-        """:meth:`add_message` to the thread with key ``conversation_id``, no row loaded."""
+        """Append a message (owned by the thread's user) and touch ``updated_at`` — and, given a
+        ``title``, set it (None: the title stays) — in one statement; a loaded row
+        (``Conversation``) takes the new values too."""
         params = message_params(
             role, content, message_type, metadata, image_content, attachments, run_id
         )
-        params["conversation_id"] = conversation_id
+        params["conversation_id"] = thread.id
         params["title"] = title
-        added = await ADD_MESSAGE.first(self.session, params)
-        if added is None:
+        row = await ADD_MESSAGE.first(self.session, params)
+        if row is None:
             raise NotFound("thread not found")
-        return AddedMessage(int(added.id), added.uid, added.updated_at)
+        added = AddedMessage(int(row.id), row.uid, row.updated_at)
+        if isinstance(thread, Conversation):
+            set_committed_value(thread, "updated_at", added.updated_at)
+            if title is not None:  # written: the loaded row has nothing left to flush
+                set_committed_value(thread, "title", title)
+        return added
 
     async def add_message_to_thread(
         self,

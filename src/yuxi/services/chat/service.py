@@ -241,8 +241,8 @@ class ChatService:
         if created:
             # An untitled thread takes its first message's title, in the message's statement.
             title = None if thread.title else auto_title(body)
-            await uow.threads.append_message(
-                thread.id, role="user", content=body, run_id=run.id, title=title
+            await uow.threads.add_message(
+                thread, role="user", content=body, run_id=run.id, title=title
             )
             await uow.events.append(run.id, "run_status", {"status": "pending"})
         return run, created
