@@ -60,16 +60,9 @@ def sent_statements(
         if note is not None:
             note(sql)
 
-    class Observed(AsyncCursor[Any]):
-        async def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            noted(_flat(str(query)), params)
-            return await super().execute(query, params, **kwargs)
-
-        async def executemany(self, query: Any, params_seq: Iterable[Any], **kwargs: Any) -> None:
-            params = list(params_seq)
-            for p in params:
-                noted(_flat(str(query)), p)
-            await super().executemany(query, params, **kwargs)
+    class Observed(CountingCursor):
+        def _note(self, sql: str, params: Any) -> None:
+            noted(sql, params)
 
     patched: list[tuple[Any, Any]] = []
 
@@ -126,15 +119,20 @@ def counting(engine: AsyncEngine) -> Iterator[Counts]:
 class CountingCursor(AsyncCursor[Any]):
     """An ``AsyncCursor`` that notes every statement it sends in :attr:`sent` (class-wide: the
     pool makes the connections, and so the cursors). ``executemany`` notes one entry per
-    parameter set (each is a statement the server runs)."""
+    parameter set (each is a statement the server runs). A subclass notes elsewhere by
+    overriding :meth:`_note`."""
 
     sent: ClassVar[list[str]] = []
 
+    def _note(self, sql: str, params: Any) -> None:
+        CountingCursor.sent.append(sql)
+
     async def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        CountingCursor.sent.append(_flat(str(query)))
+        self._note(_flat(str(query)), params)
         return await super().execute(query, params, **kwargs)
 
     async def executemany(self, query: Any, params_seq: Iterable[Any], **kwargs: Any) -> None:
         params = list(params_seq)
-        CountingCursor.sent.extend(_flat(str(query)) for _ in params)
+        for p in params:
+            self._note(_flat(str(query)), p)
         await super().executemany(query, params, **kwargs)
