@@ -12,7 +12,7 @@ from yuxi import __version__
 from yuxi.bootstrap import Container, bootstrap
 from yuxi.cli.process import run_on
 from yuxi.errors import ConfigurationError, YuxiError
-from yuxi.settings import EventLoop
+from yuxi.settings import EventLoop, Settings
 
 
 def _typer(help_text: str) -> typer.Typer:
@@ -58,14 +58,16 @@ def _with_container(
     fn: Callable[[Container], Awaitable[T]],
     *,
     migrate: bool = False,
+    settings: Settings | None = None,
     event_loop: EventLoop = "asyncio",
 ) -> T:
-    """Run ``fn`` with a container, on the event loop ``event_loop`` names (a short command
-    keeps the standard one: :mod:`yuxi.cli.process`); a user-facing Yuxi error (an unknown
-    user, a bad value) is printed as one line and exits 1."""
+    """Run ``fn`` with a container (of ``settings``, loaded here when not given), on the event
+    loop ``event_loop`` names (a short command keeps the standard one:
+    :mod:`yuxi.cli.process`); a user-facing Yuxi error (an unknown user, a bad value) is
+    printed as one line and exits 1."""
 
     async def main() -> T:
-        container = await bootstrap(migrate=migrate)
+        container = await bootstrap(settings, migrate=migrate)
         try:
             return await fn(container)
         finally:

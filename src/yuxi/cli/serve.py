@@ -79,7 +79,7 @@ def worker(
         typer.echo(f"{count} worker(s) running; Ctrl-C to stop")
         await run_workers(c, count, stop)
 
-    _with_container(main, migrate=True, event_loop=settings.event_loop)
+    _with_container(main, migrate=True, settings=settings, event_loop=settings.event_loop)
 
 
 DEMO_UID = "demo"
