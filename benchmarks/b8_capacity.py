@@ -80,7 +80,6 @@ CONFIGS: dict[str, Config] = {
         serve_env={"YUXI_EVENT_LOOP": "asyncio"},
         max_users=100,
     ),
-    # (c) a process per core
     # (c) a process per core; four processes' pools sized to fit the embedded server's
     # max_connections (100): up to 2 × pool + 8 (checkpointer) + 1 (listener) each
     "split": Config(
