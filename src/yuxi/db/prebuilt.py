@@ -39,13 +39,16 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import namedtuple_row
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
+from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql import Executable
+from sqlalchemy.util import greenlet_spawn
 
-__all__ = ["PrebuiltStatement"]
+__all__ = ["PrebuiltStatement", "release_the_pool", "ride_the_pool"]
 
 
 Processors = dict[str, Callable[[Any], Any]]
@@ -54,6 +57,9 @@ Record = Any
 
 #: Where a session keeps the connection its prebuilt statements ride on (``Session.info``).
 _RIDE = "yuxi.prebuilt.connection"
+#: Where a one-statement block's session keeps the engine whose pool lends its prebuilt
+#: statements a connection (:func:`ride_the_pool`).
+_LANE = "yuxi.prebuilt.pool"
 
 
 class Rendered:
@@ -128,12 +134,12 @@ class PrebuiltStatement:
         self, session: AsyncSession, params: dict[str, Any]
     ) -> psycopg.AsyncCursor[Record]:
         """The statement sent on the session's connection; its cursor, results pending."""
-        connection, driver = await _ride(session)
-        rendered = self.render(connection.dialect)
+        ride = await _ride(session)
+        rendered = self.render(ride.dialect)
         values = rendered.parameters(params)
-        cursor = driver.cursor(row_factory=namedtuple_row)
+        cursor = ride.driver.cursor(row_factory=namedtuple_row)
         try:
-            await _sent(connection, cursor, rendered.sql, values)
+            await _sent(ride, cursor, rendered.sql, values)
         except BaseException:
             await cursor.close()  # the caller never gets it to close
             raise
@@ -166,23 +172,138 @@ class PrebuiltStatement:
             return int(cursor.rowcount)
 
 
-async def _ride(session: AsyncSession) -> tuple[AsyncConnection, psycopg.AsyncConnection[Any]]:
-    """The session's connection (begun, as any statement of the session would begin it) and
-    the psycopg connection under it. Looked up once per connection the session holds: a
-    commit or a rollback releases it, and the next statement looks again."""
-    held = session.info.get(_RIDE)
-    if held is not None and not held[0].closed and not held[0].invalidated:
-        return held  # type: ignore[no-any-return]
-    connection = await session.connection()
-    driver = (await connection.get_raw_connection()).driver_connection
-    if not isinstance(driver, psycopg.AsyncConnection):
+class _Ride:
+    """A connection prebuilt statements ride on: the driver's connection under it, its dialect,
+    whether it is still usable, and how to close it for good."""
+
+    __slots__ = ("dialect", "driver")
+
+    def __init__(self, driver: psycopg.AsyncConnection[Any], dialect: Dialect) -> None:
+        self.driver = driver
+        self.dialect = dialect
+
+    def usable(self) -> bool:
+        raise NotImplementedError
+
+    async def invalidate(self, exc: BaseException | None) -> None:
+        """Close the connection for good (the pool never hands it out again), even from a
+        task being cancelled."""
+        raise NotImplementedError
+
+
+def _driver_of(connection: Any) -> psycopg.AsyncConnection[Any]:
+    if not isinstance(connection, psycopg.AsyncConnection):
         raise TypeError("a prebuilt statement needs psycopg's async connection")
-    session.info[_RIDE] = held = (connection, driver)
-    return held
+    return connection
+
+
+class _SessionRide(_Ride):
+    """The session's own connection, in the session's transaction."""
+
+    __slots__ = ("connection",)
+
+    def __init__(self, connection: AsyncConnection, driver: psycopg.AsyncConnection[Any]) -> None:
+        super().__init__(driver, connection.dialect)
+        self.connection = connection
+
+    def usable(self) -> bool:
+        return not self.connection.closed and not self.connection.invalidated
+
+    async def invalidate(self, exc: BaseException | None) -> None:
+        await asyncio.shield(asyncio.ensure_future(self.connection.invalidate(exc)))
+
+
+class _PoolRide(_Ride):
+    """A connection checked out of the engine's pool for a one-statement block, in autocommit
+    for as long as the block holds it (see :func:`ride_the_pool`)."""
+
+    __slots__ = ("fairy",)
+
+    def __init__(self, fairy: PoolProxiedConnection, dialect: Dialect) -> None:
+        super().__init__(_driver_of(fairy.driver_connection), dialect)
+        self.fairy = fairy
+
+    @classmethod
+    async def checkout(cls, engine: AsyncEngine) -> _PoolRide:
+        # The pool's own checkout (its events, the idle ping, a new connection when it must)
+        fairy = await engine.raw_connection()
+        try:
+            ride = cls(fairy, engine.dialect)
+            await ride.driver.set_autocommit(True)  # no I/O: the connection is idle
+        except BaseException:
+            await greenlet_spawn(fairy.invalidate)
+            await greenlet_spawn(fairy.close)
+            raise
+        return ride
+
+    def usable(self) -> bool:
+        return self.fairy.is_valid
+
+    async def invalidate(self, exc: BaseException | None) -> None:
+        await asyncio.shield(asyncio.ensure_future(greenlet_spawn(self.fairy.invalidate, exc)))
+
+    async def release(self) -> None:
+        """Give the connection back as the pool lent it: out of autocommit, or, when its state
+        is not known (closed, broken, inside a transaction), invalidated."""
+        fairy, driver = self.fairy, self.driver
+        if fairy.is_valid:
+            if driver.broken or driver.pgconn.transaction_status != TransactionStatus.IDLE:
+                await self.invalidate(None)
+            else:
+                await driver.set_autocommit(False)  # no I/O: the connection is idle
+        # Checked in: the pool's reset finds no transaction to roll back (no round trip).
+        await greenlet_spawn(fairy.close)
+
+
+def ride_the_pool(session: AsyncSession, engine: AsyncEngine) -> None:
+    """Let the prebuilt statements of ``session``, a one-statement block's, ride a connection
+    checked out of ``engine``'s pool for them, in autocommit, instead of the session's own.
+
+    The session's connection costs a session transaction, an isolation level set and reset
+    through greenlets, and a shielded close; the pool's connection costs its checkout and its
+    check-in. The rules stay SQLAlchemy's: the pool's checkout events (the idle ping) run, an
+    error is ``DBAPIError``, a lost or interrupted connection is invalidated. A statement the
+    session runs itself (an ORM query) still uses the session's own connection, which must then
+    be autocommit too (the session's bind says so). The block gives the connection back with
+    :func:`release_the_pool`."""
+    session.info[_LANE] = engine
+
+
+async def release_the_pool(session: AsyncSession) -> None:
+    """Give back the pool connection :func:`ride_the_pool` let ``session`` take, if it took
+    one."""
+    ride = session.info.pop(_RIDE, None)
+    if isinstance(ride, _PoolRide):
+        await ride.release()
+
+
+async def _ride(session: AsyncSession) -> _Ride:
+    """The connection the session's prebuilt statements ride on: its own (begun, as any
+    statement of the session would begin it), or one of the pool's for a one-statement block
+    (:func:`ride_the_pool`). Looked up once per connection the session holds: a commit or a
+    rollback releases it, and the next statement looks again."""
+    info = session.info
+    held: _Ride | None = info.get(_RIDE)
+    if held is not None:
+        if held.usable():
+            return held
+        if isinstance(held, _PoolRide):  # lost: given back before another is taken
+            del info[_RIDE]
+            await held.release()
+    engine = info.get(_LANE)
+    ride: _Ride
+    if engine is not None and not session.in_transaction():
+        ride = await _PoolRide.checkout(engine)
+    else:
+        connection = await session.connection()
+        raw = await connection.get_raw_connection()
+        ride = _SessionRide(connection, _driver_of(raw.driver_connection))
+    info[_RIDE] = ride
+    return ride
 
 
 async def _sent(
-    connection: AsyncConnection,
+    ride: _Ride,
     cursor: psycopg.AsyncCursor[Record],
     sql: str,
     values: dict[str, Any],
@@ -194,7 +315,7 @@ async def _sent(
         # What SQLAlchemy's psycopg dialect counts as a disconnect (``is_disconnect``).
         gone = cursor.connection.closed or cursor.connection.broken
         if gone:
-            await _invalidate(connection, exc)
+            await ride.invalidate(exc)
         raise DBAPIError.instance(
             sql,
             values,
@@ -202,17 +323,12 @@ async def _sent(
             psycopg.Error,
             hide_parameters=True,
             connection_invalidated=gone,
-            dialect=connection.dialect,
+            dialect=ride.dialect,
         ) from exc
     except BaseException as exc:
         if isinstance(exc, Exception):
             raise  # not the driver's: the connection is as it was
         # Interrupted mid-statement (a cancelled task): psycopg has cancelled it on the server,
         # and the connection's state is no longer known. It goes, as SQLAlchemy lets it go.
-        await _invalidate(connection, None)
+        await ride.invalidate(None)
         raise
-
-
-async def _invalidate(connection: AsyncConnection, exc: BaseException | None) -> None:
-    """Close ``connection`` for good, even from a task being cancelled."""
-    await asyncio.shield(asyncio.ensure_future(connection.invalidate(exc)))

@@ -35,8 +35,9 @@ from typing import Self
 
 import psycopg
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from yuxi.db.prebuilt import release_the_pool, ride_the_pool
 from yuxi.errors import StorageFull
 from yuxi.repositories.account_repository import AccountRepository
 from yuxi.repositories.backup_repository import BackupRepository
@@ -55,9 +56,6 @@ from yuxi.repositories.user_repository import UserRepository
 __all__ = ["UnitOfWork", "UnitOfWorkFactory", "unit_of_work_factory"]
 
 
-_AUTOCOMMIT = {"isolation_level": "AUTOCOMMIT"}
-
-
 def _disk_full(exc: BaseException | None) -> bool:
     return isinstance(exc, DBAPIError) and isinstance(exc.orig, psycopg.errors.DiskFull)
 
@@ -67,20 +65,21 @@ class UnitOfWork:
     repositories, each made on first use in the block (a block uses few of them)."""
 
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], *, autocommit: bool = False
+        self, sessions: async_sessionmaker[AsyncSession], *, lane: AsyncEngine | None = None
     ) -> None:
         self._sessions = sessions
         self._session: AsyncSession | None = None
         self._committed = False
-        self._autocommit = autocommit
+        self._lane = lane
 
     async def __aenter__(self) -> Self:
         session = self._sessions()
         self._session = session
-        if self._autocommit:
-            # The connection's isolation level for this session only (the pool restores the
-            # default when it is returned).
-            await session.connection(execution_options=_AUTOCOMMIT)
+        if self._lane is not None:
+            # A one-statement block: a prebuilt statement rides a pool connection of its own,
+            # in autocommit, without the session's transaction (yuxi.db.prebuilt.ride_the_pool);
+            # an ORM statement runs on the session's connection, autocommit by its bind.
+            ride_the_pool(session, self._lane)
         return self
 
     def _open(self) -> AsyncSession:
@@ -150,6 +149,13 @@ class UnitOfWork:
         self._session = None
         if session is None:
             return
+        if self._lane is not None and exc is None:
+            # A one-statement block that went well: its pool connection back at once (no I/O:
+            # no transaction to end), and the session closed inline if it never began.
+            await release_the_pool(session)
+            if not session.in_transaction():
+                session.sync_session.close()
+                return
         if self._committed and not session.in_transaction():
             # Committed: the connection went back to the pool with the commit, so closing only
             # detaches the loaded rows — no I/O, so it needs neither the greenlet every awaited
@@ -163,7 +169,7 @@ class UnitOfWork:
         # loop (a writer failing fast against a dead server must not starve every other task).
         # close() rolls back what was not committed, after detaching every loaded row: rows a
         # read-only block returns stay readable (an explicit rollback() would expire them).
-        await asyncio.shield(asyncio.ensure_future(session.close()))
+        await asyncio.shield(asyncio.ensure_future(_close(session)))
         if _disk_full(exc):
             # The database's disk is full (SQLSTATE 53100, raised by the statement that needed
             # the room): the transaction rolled back, so nothing of the block was saved — the
@@ -181,11 +187,30 @@ class UnitOfWork:
         self._committed = True
 
 
+async def _close(session: AsyncSession) -> None:
+    """Give back what the block holds: a pool connection its prebuilt statements rode (a
+    one-statement block's), then the session's own."""
+    try:
+        await release_the_pool(session)
+    finally:
+        await session.close()
+
+
 class UnitOfWorkFactory:
     """Opens a :class:`UnitOfWork` on one session factory: ``factory()``."""
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        engine = sessions.kw.get("bind")
+        if not isinstance(engine, AsyncEngine):
+            raise TypeError("the session factory must be bound to an AsyncEngine")
         self._sessions = sessions
+        self._engine = engine
+        # One-statement blocks: the same pool, each connection autocommit while checked out
+        # (the pool restores the default isolation level when it is returned).
+        self._one_statement_sessions = async_sessionmaker(
+            engine.execution_options(isolation_level="AUTOCOMMIT"),
+            **{k: v for k, v in sessions.kw.items() if k != "bind"},
+        )
 
     def __call__(self) -> UnitOfWork:
         return UnitOfWork(self._sessions)
@@ -193,7 +218,7 @@ class UnitOfWorkFactory:
     def one_statement(self) -> UnitOfWork:
         """A unit of work for exactly one statement, a read or a write, sent without a
         transaction block (see the module's docstring)."""
-        return UnitOfWork(self._sessions, autocommit=True)
+        return UnitOfWork(self._one_statement_sessions, lane=self._engine)
 
 
 def unit_of_work_factory(sessions: async_sessionmaker[AsyncSession]) -> UnitOfWorkFactory:
