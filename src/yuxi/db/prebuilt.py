@@ -11,7 +11,9 @@ session — its connection, its transaction — without the per-call work a Core
 * it is sent on the session's psycopg connection directly, with a psycopg cursor: no greenlet,
   no execution context, no result object. SQLAlchemy still owns the connection and the
   transaction: the session checks the connection out of its pool, begins, commits or rolls
-  back, and returns it; the statement only rides on it.
+  back, and returns it; the statement only rides on it. A one-statement block's statement
+  (autocommit: no transaction to own) rides a connection checked out of the same pool for it
+  instead, with the pool's own checkout and check-in (:func:`ride_the_pool`).
 
 What SQLAlchemy would do around a statement, this does the same way (:func:`_sent`):
 

@@ -18,7 +18,11 @@ atomic and sees one snapshot whether or not a transaction block surrounds it, so
 what it would in a transaction of its own: a read sees the same rows, a write (one
 ``UPDATE … RETURNING``, say) is all or nothing and commits as it ends — its locks last only as
 long as the statement. A block of two statements must not use it (each would commit, and see,
-on its own), nor one whose statement must hold a lock past its end.
+on its own), nor one whose statement must hold a lock past its end. Such a block's prebuilt
+statement (:mod:`yuxi.db.prebuilt`) rides a connection checked out of the pool for it, without a
+session transaction, and the connection goes back as the pool lent it (out of autocommit) as the
+block ends (:func:`yuxi.db.prebuilt.ride_the_pool`); an ORM statement in it runs on the session's
+connection, autocommit by the session's bind.
 
 Every write goes through it, an agent's memory write included (``uow.memory_gate``, then
 ``uow.memory_versions.record``): one kind of transaction, one set of error and cancellation
@@ -62,24 +66,29 @@ def _disk_full(exc: BaseException | None) -> bool:
 
 class UnitOfWork:
     """One transaction (a ``one_statement`` block: one statement, autocommit) and its
-    repositories, each made on first use in the block (a block uses few of them)."""
+    repositories, each made on first use in the block (a block uses few of them).
+    ``one_statement_pool``, a one-statement block's: the engine whose pool lends its prebuilt
+    statement a connection."""
 
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], *, lane: AsyncEngine | None = None
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        one_statement_pool: AsyncEngine | None = None,
     ) -> None:
         self._sessions = sessions
         self._session: AsyncSession | None = None
         self._committed = False
-        self._lane = lane
+        self._one_statement_pool = one_statement_pool
 
     async def __aenter__(self) -> Self:
         session = self._sessions()
         self._session = session
-        if self._lane is not None:
+        if self._one_statement_pool is not None:
             # A one-statement block: a prebuilt statement rides a pool connection of its own,
             # in autocommit, without the session's transaction (yuxi.db.prebuilt.ride_the_pool);
             # an ORM statement runs on the session's connection, autocommit by its bind.
-            ride_the_pool(session, self._lane)
+            ride_the_pool(session, self._one_statement_pool)
         return self
 
     def _open(self) -> AsyncSession:
@@ -149,7 +158,7 @@ class UnitOfWork:
         self._session = None
         if session is None:
             return
-        if self._lane is not None and exc is None:
+        if self._one_statement_pool is not None and exc is None:
             # A one-statement block that went well: its pool connection back at once (no I/O:
             # no transaction to end), and the session closed inline if it never began.
             await release_the_pool(session)
@@ -218,7 +227,7 @@ class UnitOfWorkFactory:
     def one_statement(self) -> UnitOfWork:
         """A unit of work for exactly one statement, a read or a write, sent without a
         transaction block (see the module's docstring)."""
-        return UnitOfWork(self._one_statement_sessions, lane=self._engine)
+        return UnitOfWork(self._one_statement_sessions, one_statement_pool=self._engine)
 
 
 def unit_of_work_factory(sessions: async_sessionmaker[AsyncSession]) -> UnitOfWorkFactory:
