@@ -153,7 +153,7 @@ class RunExecutor:
             raise
         except Exception as exc:
             if starting is not None:
-                await _started(starting)  # the failure is recorded after the start
+                await _started(starting, exc)  # the failure is recorded after the start
             failure = classify_failure(exc)
             if failure.expected:
                 _log.warning("run %s failed: %s (%r)", identity.run_id, failure.code, exc)
@@ -270,15 +270,15 @@ class RunExecutor:
                 outcome.interrupt = request
 
 
-async def _started(starting: asyncio.Task[str | None]) -> None:
-    """Wait for the run's start to be over, whatever the graph did meanwhile: a start that
-    found the lease gone raises :class:`LeaseLost` (the run is not this worker's to finish);
-    one that failed otherwise leaves the run to fail with the graph's error."""
+async def _started(starting: asyncio.Task[str | None], error: Exception) -> None:
+    """Wait for the run's start to be over as the run fails with ``error``: a start that found
+    the lease gone raises :class:`LeaseLost` (the run is not this worker's to finish); one that
+    failed otherwise leaves the run to fail with ``error`` (which may be the start's own)."""
     await asyncio.wait([starting])
-    failed = starting.exception()
+    failed = None if starting.cancelled() else starting.exception()
     if isinstance(failed, LeaseLost):
         raise failed
-    if failed is not None:
+    if failed is not None and failed is not error:
         _log.warning("run start failed too: %r", failed)
 
 
