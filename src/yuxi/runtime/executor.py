@@ -105,7 +105,6 @@ class RunExecutor:
 
     async def _execute(self, claimed: ClaimedRun, outcome: _Outcome) -> str:
         identity = claimed.identity
-        starting: asyncio.Task[str | None] | None = None
         try:
             assembled = await assemble_chatbot_graph(
                 claimed,
@@ -119,21 +118,19 @@ class RunExecutor:
                 "configurable": {"thread_id": identity.thread_id},
                 "recursion_limit": RUN_MAX_STEPS,
             }
-            # The run's start is recorded while the thread's checkpoint is read and the graph
-            # runs up to its first output to record: none of them needs the others (they use
-            # different connections), and the first token waits for the longer of the two, not
-            # both. Nothing is recorded before the start is: a step's records wait for it, and
-            # the graph does not go on to its next step until this one's output is taken — so
-            # no tool runs before the start is recorded (the model's step that proposes a call
-            # records it).
-            starting = asyncio.create_task(self._start(claimed, assembled))
-            checkpoint = await graph.aget_state(config)
+            # The thread's checkpoint is read while the start is recorded: neither needs the
+            # other (they use different connections), and the first token waits for both.
             # Messages already in the checkpoint were recorded by earlier runs.
+            reading = asyncio.create_task(graph.aget_state(config))
+            try:
+                why = await self._start(claimed, assembled)
+            except BaseException:  # LeaseLost, cancelled, failed: the read is not wanted
+                reading.cancel()
+                await asyncio.gather(reading, return_exceptions=True)
+                raise
+            checkpoint = await reading
             earlier = (checkpoint.values or {}).get("messages", []) if checkpoint else []
-            if _left_open(claimed, earlier):
-                # Calls an earlier run left open are answered in the input with how that run
-                # ended, which the start reads.
-                graph_input = _with_closures(claimed, earlier, await starting, graph_input)
+            graph_input = _with_closures(claimed, earlier, why, graph_input)
             translator = StreamTranslator(m.id for m in earlier if getattr(m, "id", None))
             outcome.usage = translator.usage
             async for mode, chunk in graph.astream(
@@ -143,17 +140,11 @@ class RunExecutor:
                 stream_mode=["updates", "messages"],
                 durability=CHECKPOINT_DURABILITY,
             ):
-                records = translator.feed(mode, chunk)
-                if records:
-                    await starting
-                await self._step(claimed, records, outcome)
-            await starting
+                await self._step(claimed, translator.feed(mode, chunk), outcome)
             await self._step(claimed, translator.flush(), outcome)
         except (LeaseLost, asyncio.CancelledError):
             raise
         except Exception as exc:
-            if starting is not None:
-                await _started(starting, exc)  # the failure is recorded after the start
             failure = classify_failure(exc)
             if failure.expected:
                 _log.warning("run %s failed: %s (%r)", identity.run_id, failure.code, exc)
@@ -168,11 +159,6 @@ class RunExecutor:
                 output={"usage": outcome.usage.to_payload()},
             )
             return "failed"
-        finally:
-            if starting is not None and not starting.done():
-                # Lease lost or cancelled before the start was recorded: it is not wanted.
-                starting.cancel()
-                await asyncio.gather(starting, return_exceptions=True)
         if outcome.interrupt is not None:
             await self._finish(
                 claimed,
@@ -268,23 +254,6 @@ class RunExecutor:
                 outcome.reply = content
             case InterruptRequested(request=request):
                 outcome.interrupt = request
-
-
-async def _started(starting: asyncio.Task[str | None], error: Exception) -> None:
-    """Wait for the run's start to be over as the run fails with ``error``: a start that found
-    the lease gone raises :class:`LeaseLost` (the run is not this worker's to finish); one that
-    failed otherwise leaves the run to fail with ``error`` (which may be the start's own)."""
-    await asyncio.wait([starting])
-    failed = None if starting.cancelled() else starting.exception()
-    if isinstance(failed, LeaseLost):
-        raise failed
-    if failed is not None and failed is not error:
-        _log.warning("run start failed too: %r", failed)
-
-
-def _left_open(claimed: ClaimedRun, earlier: list[Any]) -> bool:
-    """Whether a chat run's checkpoint ends with tool calls an earlier run left open."""
-    return claimed.run_type == "chat" and bool(closing_messages(earlier, ""))
 
 
 def _with_closures(
