@@ -15,9 +15,11 @@ connections open at once, errors (an HTTP error, a run that did not complete) an
 writes**: a completed run whose marker is missing from its user's ``MEMORY.md`` or that has no
 memory version of its own.
 
-Then the **framework floor** (:mod:`benchmarks.b8_floor`) at the same levels, against the same
-model server and database: a bare ``create_agent`` graph, compiled once, in a process of its own,
-with none of Yuxi's guarantees. Its CPU per run is the baseline Yuxi's is read against.
+The **framework floor** (:mod:`benchmarks.b8_floor`) at the same levels, against the same model
+server and database, once before the configurations and once after them: a bare
+``create_agent`` graph, compiled once, in a process of its own, with none of Yuxi's guarantees.
+Its CPU per run is the baseline Yuxi's is read against; the two runs of it show how far the
+machine's speed moved meanwhile, and each ratio is reported against both.
 
 Goals (issue 29): no errors, no lost writes; at 100 users p95 ≤ 2× the run's model time.
 """
@@ -360,7 +362,32 @@ async def run_b8(
         )
     out: dict[str, Any] = {}
     floor_rows: dict[str, Any] = {}
+    floor_before: dict[str, Any] = {}
+
+    async def floor_at(users: int, when: str) -> dict[str, Any]:
+        row = await run_floor(
+            env.database_url,
+            f"http://127.0.0.1:{model_port}/v1",
+            users,
+            window_s,
+            env.tmp_root / f"b8-floor-{when}-{users}.log",
+        )
+        lat = row["latency_ms"]
+        print(
+            f"[bench] B8 floor ({when}) {users:>4} users: {row['runs_per_s']:.1f} runs/s, "
+            f"p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms, errors {row['errors']}, "
+            f"lost {row['lost_writes']}, cpu {row['cpu_ms_per_run']:.1f} ms/run",
+            flush=True,
+        )
+        return row
+
     try:
+        # The framework floor (benchmarks.b8_floor) at the same levels, against the same model
+        # server and database: what a bare create_agent graph costs per run. It runs before the
+        # configurations and again after them, so each ratio is read against both ends: on a
+        # shared machine whose speed drifts within minutes, the two floors show how far it moved.
+        for users in levels if floor else ():
+            floor_before[str(users)] = await floor_at(users, "before")
         for name in configs:
             cfg = CONFIGS[name]
             print(f"[bench] B8 {name}: {cfg.label}", flush=True)
@@ -400,23 +427,8 @@ async def run_b8(
                 "worker_env": cfg.worker_env,
                 "levels": rows,
             }
-        # The framework floor at the same levels, against the same model server and database
-        # (benchmarks.b8_floor): what a bare create_agent graph costs per run, side by side.
         for users in levels if floor else ():
-            floor_rows[str(users)] = row = await run_floor(
-                env.database_url,
-                f"http://127.0.0.1:{model_port}/v1",
-                users,
-                window_s,
-                env.tmp_root / f"b8-floor-{users}.log",
-            )
-            lat = row["latency_ms"]
-            print(
-                f"[bench] B8 floor {users:>4} users: {row['runs_per_s']:.1f} runs/s, "
-                f"p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms, errors {row['errors']}, "
-                f"lost {row['lost_writes']}, cpu {row['cpu_ms_per_run']:.1f} ms/run",
-                flush=True,
-            )
+            floor_rows[str(users)] = await floor_at(users, "after")
     finally:
         await model.stop()
     model_time_ms = model_delay_s * MODEL_CALLS_PER_RUN * 1000
@@ -435,7 +447,8 @@ async def run_b8(
     if floor_goal is not None:
         checks[f"p95_at_{GOAL_USERS}_ok/floor"] = floor_goal["latency_ms"]["p95"] <= goal_ms
     checks["floor_no_errors"] = all(
-        r["errors"] == 0 and r["lost_writes"] == 0 for r in floor_rows.values()
+        r["errors"] == 0 and r["lost_writes"] == 0
+        for r in [*floor_rows.values(), *floor_before.values()]
     )
     return {
         "model_delay_s": model_delay_s,
@@ -443,7 +456,8 @@ async def run_b8(
         "window_s": window_s,
         "levels": list(levels),
         "configs": out,
-        "floor": {"levels": floor_rows},
+        # ``levels``: the floor run after the configurations; ``before``: the one before them.
+        "floor": {"levels": floor_rows, "before": floor_before},
         "goals": {"p95_ms_at_users": goal_ms, "users": GOAL_USERS},
         "checks": checks,
         "logs": str(env.tmp_root),

@@ -65,23 +65,30 @@ def md_b8(b8: dict[str, Any]) -> list[str]:
         lines += [
             "**floor** — a bare `create_agent` graph compiled once, in its own process "
             "(`benchmarks/b8_floor.py`): no HTTP, SSE, leases, run records, memory gate or "
-            "versions. ours/floor: the CPU per run of the process(es) executing runs in each "
-            "configuration (`api` + `worker`) over the floor's.",
+            "versions. Run once before the configurations and once after them (the row's "
+            "figures: after; CPU ms/run: before / after). ours/floor: the CPU per run of the "
+            "process(es) executing runs in each configuration (`api` + `worker`) over the "
+            "floor's after / before — two figures apart by more than a few percent mean the "
+            "machine's speed moved in between.",
             "",
             "| users | runs/s | p50 ms | p95 ms | errors | lost | CPU ms/run | ours/floor CPU |",
             "|---|---|---|---|---|---|---|---|",
         ]
+        before = b8.get("floor", {}).get("before", {})
         for users, r in floor.items():
             lat, base = r["latency_ms"], r["cpu_ms_per_run"]
+            first = before.get(users, {}).get("cpu_ms_per_run")
             ratios = []
             for name, c in b8["configs"].items():
                 ours = c["levels"].get(users, {}).get("cpu_ms_per_run", {})
                 spent = sum(v for k, v in ours.items() if k in ("api", "worker"))
                 if spent and base:
-                    ratios.append(f"{name} {spent / base:.1f}×")
+                    against = f"{spent / base:.2f}×" + (f" / {spent / first:.2f}×" if first else "")
+                    ratios.append(f"{name} {against}")
+            cpu = (f"{_n(first, 1)} / " if first else "") + _n(base, 1)
             lines.append(
                 f"| {users} | {_n(r['runs_per_s'], 1)} | {_n(lat['p50'])} | {_n(lat['p95'])} "
-                f"| {r['errors']} | {r['lost_writes']} | {_n(base, 1)} | {', '.join(ratios)} |"
+                f"| {r['errors']} | {r['lost_writes']} | {cpu} | {', '.join(ratios)} |"
             )
         lines.append("")
     checks = b8["checks"]

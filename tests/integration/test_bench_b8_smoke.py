@@ -56,6 +56,9 @@ async def test_b8_at_toy_scale_in_one_serve_and_split_processes(
     assert b8["checks"]["no_errors"] and b8["checks"]["no_lost_writes"]
     floor = b8["floor"]["levels"]["2"]
     assert floor["errors"] == 0 and floor["lost_writes"] == 0 and floor["completed"] >= 2
+    # The floor runs before the configurations too, so a drift in between shows.
+    first = b8["floor"]["before"]["2"]
+    assert first["errors"] == 0 and first["lost_writes"] == 0 and first["completed"] >= 2
     assert b8["checks"]["floor_no_errors"]
     doc = {
         "meta": {
@@ -74,3 +77,4 @@ async def test_b8_at_toy_scale_in_one_serve_and_split_processes(
     out.mkdir()
     md = report.write_markdown(doc, out).read_text()
     assert "## B8" in md and "**split**" in md and "**floor**" in md
+    assert f"| {first['cpu_ms_per_run']:,.1f} / {floor['cpu_ms_per_run']:,.1f} |" in md
