@@ -102,3 +102,50 @@ def test_the_long_running_commands_run_on_the_configured_loop(
     )
     assert result.exit_code == 0, result.output
     assert asked == [kind]
+
+
+@pytest.mark.parametrize("command", [["serve"], ["worker"]])
+def test_the_long_running_commands_settle_the_collector_once_up_before_any_work(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """What the process holds once it is up (the container, the app) is frozen before it
+    serves or works, and only then: not before the container exists, not after work began."""
+    steps: list[str] = []
+
+    class Up:
+        embedded = None
+
+        async def aclose(self, **_: Any) -> None:
+            steps.append("closed")
+
+    async def bootstrap(*_: Any, **__: Any) -> Up:
+        steps.append("up")
+        return Up()
+
+    async def serve_app(*_: Any, **__: Any) -> None:
+        steps.append("work")
+
+    async def run_workers(*_: Any, **__: Any) -> None:
+        steps.append("work")
+
+    def with_container(main: Any, **_: Any) -> None:
+        async def up_then_main() -> None:
+            await main(await bootstrap())
+
+        asyncio.run(up_then_main())
+
+    monkeypatch.setattr("yuxi.cli.serve.run_on", lambda _loop, main: asyncio.run(main))
+    monkeypatch.setattr("yuxi.cli.serve.bootstrap", bootstrap)
+    monkeypatch.setattr("yuxi.cli.serve._with_container", with_container)
+    monkeypatch.setattr("yuxi.api.server.serve_app", serve_app)
+    monkeypatch.setattr("yuxi.bootstrap.run_workers", run_workers)
+    monkeypatch.setattr("yuxi.cli.serve.settle_garbage_collector", lambda: steps.append("settle"))
+    monkeypatch.setenv("YUXI_DATA_DIR", str(tmp_path))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    result = CliRunner().invoke(
+        app, [*command, *(["--port", port] if command == ["serve"] else [])]
+    )
+    assert result.exit_code == 0, result.output
+    assert steps[:3] == ["up", "settle", "work"], steps
