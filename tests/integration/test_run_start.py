@@ -21,7 +21,7 @@ async def test_a_start_that_finds_the_lease_gone_cancels_the_checkpoint_read(
 ) -> None:
     reading, cancelled = asyncio.Event(), asyncio.Event()
 
-    async def slow_read(self: Pregel, *args: Any, **kwargs: Any) -> Any:
+    async def slow_read(self: Any, *args: Any, **kwargs: Any) -> Any:
         reading.set()
         try:
             await asyncio.sleep(60)  # still reading when the start fails
