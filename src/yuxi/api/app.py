@@ -34,6 +34,21 @@ from yuxi.observability.metrics import CONTENT_TYPE, exposition
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "web" / "static"
 
+#: The API's routers, in the order the app includes them.
+API_ROUTERS = tuple(
+    module.router
+    for module in (
+        routes_session,
+        routes_me,
+        routes_threads,
+        routes_trash,
+        routes_runs,
+        routes_files,
+        routes_memory,
+        routes_search,
+    )
+)
+
 
 class RefuseNulMiddleware:
     """A NUL in the path or query string can never name anything (PostgreSQL text cannot hold
@@ -139,17 +154,8 @@ def create_app(container: Container, *, workers: int | None = None) -> FastAPI:
         to ``Authorization: Bearer <that token>`` (else 401)."""
         return await _metrics_response(container, authorization)
 
-    for module in (
-        routes_session,
-        routes_me,
-        routes_threads,
-        routes_trash,
-        routes_runs,
-        routes_files,
-        routes_memory,
-        routes_search,
-    ):
-        app.include_router(module.router)
+    for router in API_ROUTERS:
+        app.include_router(router)
 
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

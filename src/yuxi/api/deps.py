@@ -2,6 +2,10 @@
 
 A credential is read from the ``Authorization`` header only, never from the URL: a query string
 ends up in access logs, browser history and Referer headers.
+
+Every dependency here is a coroutine function, even one that never waits: FastAPI runs a plain
+``def`` dependency in its thread pool, a thread hop (and a wake-up of the event loop) on every
+request for what is an attribute read (``tests/unit/test_api_dependencies.py`` holds the rule).
 """
 
 from __future__ import annotations
@@ -17,12 +21,12 @@ from yuxi.errors import Unauthorized
 _bearer = HTTPBearer(auto_error=False)
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.container.services
     return services
 
 
-def get_bearer_token(
+async def get_bearer_token(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:

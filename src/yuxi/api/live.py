@@ -176,6 +176,6 @@ class LiveStreams:
         return earliest
 
 
-def get_live(request: Request) -> LiveStreams:
+async def get_live(request: Request) -> LiveStreams:
     live: LiveStreams = request.app.state.live
     return live
