@@ -48,7 +48,7 @@ async def test_every_endpoint_and_dependency_is_a_coroutine(tmp_path: Path) -> N
         assert len(routes) > 20  # the API's routes, not an empty list that passes anything
         in_pool = []
         for route in routes:
-            where = f"{sorted(route.methods)} {route.path}"
+            where = f"{sorted(route.methods or ())} {route.path}"
             if not _runs_on_the_loop(route.endpoint):
                 in_pool.append(where)
             in_pool += [
