@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from yuxi.agents.graphs import AgentGraph, compile_chatbot_graph, compile_subagent_graph
+from yuxi.agents.trace_hooks import keep_untraced_hooks_on_the_loop
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -28,6 +29,10 @@ __all__ = ["GraphCache"]
 
 class GraphCache:
     def __init__(self) -> None:
+        # The graphs' middleware hooks are LangSmith-traceable (create_agent wraps them): keep
+        # their untraced bookkeeping off the thread pool in this process (process-wide, once is
+        # enough, again is harmless).
+        keep_untraced_hooks_on_the_loop()
         # Keyed by identity of the objects a graph is bound to; each entry keeps those objects
         # alive, so an id in a live key is never reused by another object.
         self._graphs: dict[tuple[object, ...], tuple[tuple[object, ...], AgentGraph]] = {}
