@@ -22,7 +22,7 @@ import pytest
 
 from tests.support.factories import make_run, make_user, remember, sql
 from tests.support.history import new_thread
-from tests.support.statements import CountingCursor, Counts, counting
+from tests.support.statements import CountingCursor, Counts, counting, thread_hops
 from yuxi import limits
 from yuxi.agents.models.factory import build_chat_model
 from yuxi.bootstrap import Container, build_worker
@@ -60,17 +60,39 @@ async def counted_worker(container: Container) -> AsyncIterator[Worker]:
 
 async def _counted_run(
     container: Container, worker: Worker, uid: str, thread: str, text: str
-) -> tuple[Counts, list[str]]:
-    """Claim and execute one run of ``text``: what the engine and the checkpointer sent."""
+) -> tuple[Counts, list[str], list[str]]:
+    """Claim and execute one run of ``text``: what the engine and the checkpointer sent, and
+    what went to the event loop's thread pool."""
     chat = container.services.chat
     run, _ = await chat.submit(uid, thread, text)
     CountingCursor.sent.clear()
-    with counting(container.engine) as seen:
+    with counting(container.engine) as seen, thread_hops() as hops:
         claimed = await worker.claim()
         assert claimed is not None and claimed.identity.run_id == run.id
         await worker.execute_claimed(claimed)
     assert (await chat.get_run(uid, run.id)).status == "completed"
-    return seen, list(CountingCursor.sent)
+    return seen, list(CountingCursor.sent), hops
+
+
+#: The thread hops of a run (``thread_hops``; in any order): its workspace made sure of and
+#: its three context files read (``AGENTS.md``, ``USER.md``, ``MEMORY.md``) as it starts ...
+_HOPS_AT_START = [
+    "Workspace.ensure_user_workspace_sync",
+    "Workspace.read_file_prefix_sync",
+    "Workspace.read_file_prefix_sync",
+    "Workspace.read_file_prefix_sync",
+]
+#: ... a memory write's lock file taken and the new ``MEMORY.md`` published ...
+_HOPS_OF_A_MEMORY_WRITE = ["_open_lock_then", "_replace_sync"]
+#: ... and LangGraph's checkpointer: the pending writes of the thread's checkpoint loaded (the
+#: executor's read, then the graph's), the new blobs serialized as the graph exits. Nothing else:
+#: LangSmith's (untraced) bookkeeping of each middleware hook stays on the loop
+#: (``yuxi.agents.trace_hooks``).
+_HOPS_OF_THE_CHECKPOINTER = [
+    "BasePostgresSaver._load_writes",
+    "BasePostgresSaver._load_writes",
+    "BasePostgresSaver._dump_blobs",
+]
 
 
 def _profile(seen: Counts) -> dict[str, int]:
@@ -106,7 +128,7 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "remember: first qzxfact")
-    seen, checkpointer = await _counted_run(
+    seen, checkpointer, hops = await _counted_run(
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
@@ -134,6 +156,9 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     assert sum(s.startswith("select thread_id, checkpoint") for s in checkpointer) == 2
     assert sum(s.startswith("INSERT INTO checkpoints ") for s in checkpointer) == 1
     assert sum(s.startswith("INSERT INTO checkpoint_blobs") for s in checkpointer) == 3
+    assert sorted(hops) == sorted(
+        _HOPS_AT_START + _HOPS_OF_A_MEMORY_WRITE + _HOPS_OF_THE_CHECKPOINTER
+    ), hops
 
 
 async def test_a_chat_run_without_tools(container: Container, counted_worker: Worker) -> None:
@@ -143,7 +168,9 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
-    seen, checkpointer = await _counted_run(container, counted_worker, uid, thread, "hello again")
+    seen, checkpointer, hops = await _counted_run(
+        container, counted_worker, uid, thread, "hello again"
+    )
     assert _profile(seen) == {
         "statements": 10,
         "transactions": 2,
@@ -153,6 +180,7 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
         "events": 3,  # [running, memory_snapshot], [token], [token, message, completed]
     }, seen.statements
     assert len(checkpointer) == 4, checkpointer
+    assert sorted(hops) == sorted(_HOPS_AT_START + _HOPS_OF_THE_CHECKPOINTER), hops
 
 
 async def test_a_message_is_submitted_in_four_statements(container: Container) -> None:

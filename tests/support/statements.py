@@ -7,12 +7,17 @@ set on each connection the pool hands out inside the block (its ``checkout`` eve
 LangGraph checkpointer's pool, through its ``cursor_factory`` connection argument. Transactions
 are SQLAlchemy's engine events (``begin``, ``commit``, ``rollback``).
 
+Thread hops (:func:`thread_hops`) are counted where they all pass, the event loop's
+``run_in_executor``.
+
 A count is deterministic where a timing is not: a change that adds a statement or a transaction
 to a hot path fails the test that pins the count, on any machine.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -136,3 +141,31 @@ class CountingCursor(AsyncCursor[Any]):
         for p in params:
             self._note(_flat(str(query)), p)
         await super().executemany(query, params, **kwargs)
+
+
+@contextmanager
+def thread_hops() -> Iterator[list[str]]:
+    """The name of every callable handed to the running event loop's thread pool inside the
+    block (``loop.run_in_executor``, which ``asyncio.to_thread`` uses too), in order. Each is a
+    hop: a worker thread woken, the GIL handed over and back, the loop woken again."""
+    loop = asyncio.get_running_loop()
+    hops: list[str] = []
+    original = loop.run_in_executor
+
+    def noted(executor: Any, func: Callable[..., Any], *args: Any) -> Any:
+        hops.append(_callable_name(func))
+        return original(executor, func, *args)
+
+    loop.run_in_executor = noted  # type: ignore[method-assign,assignment]
+    try:
+        yield hops
+    finally:
+        del loop.run_in_executor  # the instance's own attribute: the class's method again
+
+
+def _callable_name(func: Any) -> str:
+    # ``asyncio.to_thread`` hands over functools.partial(context.run, func, ...): name ``func``.
+    while isinstance(func, functools.partial):
+        inner = func.args[0] if func.func.__name__ == "run" and func.args else func.func
+        func = inner
+    return str(getattr(func, "__qualname__", type(func).__name__))
