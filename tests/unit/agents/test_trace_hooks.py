@@ -40,6 +40,7 @@ async def test_an_untraced_call_makes_no_thread_hop(installed: None) -> None:
 async def test_without_the_override_it_makes_two(monkeypatch: pytest.MonkeyPatch) -> None:
     """The rule's reason, held: LangSmith's default opens and closes the trace in the pool."""
     monkeypatch.delenv("LANGSMITH_TRACING", raising=False)
+    langsmith.set_runtime_overrides()  # as if no runtime had installed it in this process
     with thread_hops() as hops:
         assert await _hook("qzxhook") == "qzxhook:True"
     assert hops == ["_setup_run", "_handle_container_end"]
