@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from sqlalchemy import text
 
 from tests.support.factories import make_run, make_user, remember, sql
 from tests.support.history import new_thread
@@ -183,11 +184,11 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
     assert sorted(hops) == sorted(_HOPS_AT_START + _HOPS_OF_THE_CHECKPOINTER), hops
 
 
-async def test_a_message_is_submitted_in_four_statements(container: Container) -> None:
+async def test_a_message_is_submitted_in_two_statements(container: Container) -> None:
     """``POST …/runs`` in steady state: the thread's status and title (one prebuilt read, no ORM
-    row), the run (one insert that also checks the thread is not waiting for a decision and
-    wakes a worker), the user message with the thread touched, the ``pending`` event; one
-    transaction."""
+    row), then one statement that inserts the run (checking the thread is not waiting for a
+    decision, waking a worker) and, with it, the user message with the thread touched and the
+    ``pending`` event (``AgentRunRepository.submit_message``); one transaction."""
     uid = await make_user(container)
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
@@ -197,14 +198,15 @@ async def test_a_message_is_submitted_in_four_statements(container: Container) -
         run, created = await chat.submit(uid, thread, "second 第二 qzxsubmit")
     assert created and run.status == "pending" and run.conversation_thread_id == thread
     assert _profile(seen) == {
-        "statements": 4,
+        "statements": 2,
         "transactions": 1,
         "commits": 1,
         "rollbacks": 0,
-        "round_trips": 6,
+        "round_trips": 4,
         "events": 1,
     }, seen.statements
     assert seen.statements[0].startswith("SELECT conversations.id, conversations.uid")
+    assert seen.statements[1].startswith("WITH run AS (INSERT INTO agent_runs")
 
 
 async def test_a_memory_write_is_two_statements_in_one_transaction(
@@ -273,13 +275,13 @@ async def test_a_one_statement_block_is_outside_any_transaction(container: Conta
     assert await status(autocommit=False) == psycopg.pq.TransactionStatus.INTRANS
 
 
-async def test_a_chat_request_is_one_transaction_of_four_statements(
+async def test_a_chat_request_is_one_transaction_of_two_statements(
     container: Container, counted_worker: Worker
 ) -> None:
-    """The POST of a thread's second turn: the thread; the run inserted, the insert itself
+    """The POST of a thread's second turn: the thread; then the run inserted, the insert itself
     checking the request id (``ON CONFLICT DO NOTHING``) and the approval state (the row and its
-    worker's wake-up come back with it; no read first, no savepoint); the user message with the
-    thread touched; the ``pending`` event."""
+    worker's wake-up come back with it; no read first, no savepoint), with the user message
+    (the thread touched) and the ``pending`` event in the same statement."""
     uid = await make_user(container)
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
@@ -288,15 +290,16 @@ async def test_a_chat_request_is_one_transaction_of_four_statements(
         run, created = await chat.submit(uid, thread, "again qzxpost")
     assert created and run.status == "pending"
     assert _profile(seen) == {
-        "statements": 4,
+        "statements": 2,
         "transactions": 1,
         "commits": 1,
         "rollbacks": 0,
-        "round_trips": 6,
+        "round_trips": 4,
         "events": 1,
     }, seen.statements
     assert not seen.matching("SAVEPOINT")
-    assert len(seen.matching("pg_notify")) == 2  # in the run's INSERT and the event's
+    # The run's wake-up and the event's, both in the one statement's RETURNING clauses.
+    assert seen.statements[1].count("pg_notify(") == 2, seen.statements
 
 
 async def test_a_first_message_titles_its_thread_in_its_own_statement(
@@ -305,17 +308,17 @@ async def test_a_first_message_titles_its_thread_in_its_own_statement(
     """A thread's first turn costs what a later one does: the title comes with the message's
     statement (no ``UPDATE conversations SET title`` at the commit). An agent call: its run's
     request id read first (a retry must not make a thread), its thread inserted, then the
-    same three statements."""
+    same submission statement."""
     uid = await make_user(container)
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     with counting(container.engine) as seen:
         await chat.submit(uid, thread, "first qzxtitle")
-    assert (len(seen.statements), seen.round_trips) == (4, 6), seen.statements
+    assert (len(seen.statements), seen.round_trips) == (2, 4), seen.statements
     assert not seen.matching("UPDATE conversations SET title=%(title)s")
     with counting(container.engine) as seen:
         await chat.submit_agent_call(uid, "one shot qzxtitle")
-    assert (len(seen.statements), seen.round_trips) == (5, 7), seen.statements
+    assert (len(seen.statements), seen.round_trips) == (3, 5), seen.statements
     titles = [t.title for t in await chat.list_threads(uid)]
     assert titles == ["first qzxtitle"]
     async with container.uow() as uow:
@@ -326,8 +329,9 @@ async def test_a_first_message_titles_its_thread_in_its_own_statement(
 async def test_a_retried_chat_request_reads_its_run_and_writes_nothing(
     container: Container,
 ) -> None:
-    """A retry of a request that has its run: the thread, the insert that writes nothing, the
-    read of the run by its request id (the block commits, with nothing written)."""
+    """A retry of a request that has its run: the thread, the submission that writes nothing
+    (no run, so no message and no event either), the read of the run by its request id (the
+    block commits, with nothing written)."""
     uid = await make_user(container)
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
@@ -341,8 +345,17 @@ async def test_a_retried_chat_request_reads_its_run_and_writes_nothing(
         "commits": 1,
         "rollbacks": 0,
         "round_trips": 5,
-        "events": 0,
+        "events": 1,  # the submission's statement holds the event's insert: it wrote none
     }, seen.statements
+    async with container.session_factory() as s:
+        written = await s.execute(
+            text(
+                "SELECT (SELECT count(*) FROM run_events WHERE run_id = :id),"
+                " (SELECT count(*) FROM messages WHERE content = 'hello qzxretry')"
+            ),
+            {"id": run.id},
+        )
+    assert tuple(written.one()) == (1, 1)  # the first request's event and message only
 
 
 async def test_the_stream_sweep_is_two_statements_and_no_transaction(

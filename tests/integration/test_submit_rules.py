@@ -1,7 +1,8 @@
 """The rules of a new message (``ChatService.submit``), each with what it must not write.
 
 The insert of the run checks the request id, the approval state and the one active run itself
-(no read before it, no savepoint around it: ``AgentRunRepository.create_run``). These tests pin
+(no read before it, no savepoint around it), and writes the message and the ``pending`` event
+in the same statement (``AgentRunRepository.submit_message``). These tests pin
 the answers and their order, and that a refused or repeated request writes nothing — no second
 message, no event, no worker woken.
 """
@@ -12,11 +13,12 @@ import uuid
 
 import psycopg
 import pytest
+from sqlalchemy import text
 
 from tests.support.factories import make_user, sql
 from yuxi.bootstrap import Container, open_notifications
 from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING, Notifications
-from yuxi.errors import ActiveRunExists, Conflict
+from yuxi.errors import ActiveRunExists, Conflict, NotFound
 
 pytestmark = pytest.mark.pg
 
@@ -128,3 +130,38 @@ async def test_the_first_message_titles_the_thread_and_a_later_one_does_not(
     await sql(container, "UPDATE agent_runs SET status = 'completed' WHERE id = :id", id=run.id)
     await chat.submit(uid, thread, "something else")
     assert (await chat.get_thread(uid, thread)).title == "Plan the trip"
+
+
+async def test_a_thread_purged_after_its_read_gets_no_run_message_or_event(
+    container: Container,
+) -> None:
+    """The submission is one statement after the thread's read: a thread whose row is gone by
+    then (purged from the trash in between) is NotFound (a 404, not a database error), and
+    nothing of the request is written."""
+    chat = container.services.chat
+    uid = await make_user(container)
+    thread = (await chat.create_thread(uid)).thread_id
+    with pytest.raises(NotFound):
+        async with container.uow() as uow:
+            ref = await uow.threads.get_owned_ref(uid, thread)
+            assert ref is not None
+            await sql(container, "DELETE FROM conversations WHERE thread_id = :t", t=thread)
+            await uow.runs.submit_message(
+                thread=ref,
+                request_id="qzx-purged",
+                input_payload={"input": "qzxpurged"},
+                content="qzxpurged",
+                title=None,
+            )
+            await uow.commit()
+    async with container.uow() as uow:
+        assert await uow.runs.get_by_request(uid, "qzx-purged") is None
+    async with container.session_factory() as s:
+        left = await s.execute(
+            text(
+                "SELECT (SELECT count(*) FROM messages WHERE content = 'qzxpurged'),"
+                " (SELECT count(*) FROM run_events e JOIN agent_runs r ON r.id = e.run_id"
+                "  WHERE r.request_id = 'qzx-purged')"
+            )
+        )
+    assert tuple(left.one()) == (0, 0)

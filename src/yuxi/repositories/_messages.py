@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from sqlalchemy import (
+    CTE,
     BigInteger,
     ColumnElement,
     String,
@@ -27,18 +28,13 @@ _THREADS = cast(Table, Conversation.__table__).c
 _MESSAGES = cast(Table, Message.__table__)
 
 
-def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
-    """Touch the thread's ``updated_at`` and append the message to it, in one statement::
-
-        WITH touched AS (UPDATE conversations … RETURNING id, uid, updated_at),
-             added AS (INSERT INTO messages … SELECT … FROM touched RETURNING id)
-        SELECT added.id, touched.uid, touched.updated_at FROM added JOIN touched ON true
-
-    The thread is named by its primary key (``conversation_id``), or (``by_thread``) by its
-    ``thread_id`` and owner ``uid``; a thread that is not there gets no message and the
-    statement returns no row. The message is owned by the thread's user. Named by its key, the
-    thread also takes ``title`` when one is given (``coalesce(:title, title)``: a thread's
-    first message titles it in the same statement, not in an ``UPDATE`` of its own)."""
+def message_ctes(*, by_thread: bool, only_if: ColumnElement[bool] | None = None) -> tuple[CTE, CTE]:
+    """The two steps of a message append, as CTEs: ``touched`` (the thread's ``updated_at``,
+    and its ``title`` when named by key, ``RETURNING id, uid, updated_at``) and ``added`` (the
+    message, from ``touched``: none when the thread is not there, ``RETURNING id``). The
+    parameters are :func:`message_params`'s and the thread's (below). ``only_if``: a condition
+    the thread's update also needs (a statement that appends a message only when another of its
+    steps wrote a row)."""
     table = cast(Table, Conversation.__table__)
     which: tuple[ColumnElement[bool], ...]
     if by_thread:
@@ -48,6 +44,8 @@ def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
         )
     else:
         which = (_THREADS.id == bindparam("conversation_id", type_=BigInteger),)
+    if only_if is not None:
+        which = (*which, only_if)
     values: dict[str, Any] = {"updated_at": func.now()}
     if not by_thread:
         values["title"] = func.coalesce(bindparam("title", type_=String), _THREADS.title)
@@ -82,6 +80,22 @@ def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
         "run_id",
     ]
     added = insert(_MESSAGES).from_select(names, row).returning(columns.id).cte("added")
+    return touched, added
+
+
+def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
+    """Touch the thread's ``updated_at`` and append the message to it, in one statement::
+
+        WITH touched AS (UPDATE conversations … RETURNING id, uid, updated_at),
+             added AS (INSERT INTO messages … SELECT … FROM touched RETURNING id)
+        SELECT added.id, touched.uid, touched.updated_at FROM added JOIN touched ON true
+
+    The thread is named by its primary key (``conversation_id``), or (``by_thread``) by its
+    ``thread_id`` and owner ``uid``; a thread that is not there gets no message and the
+    statement returns no row. The message is owned by the thread's user. Named by its key, the
+    thread also takes ``title`` when one is given (``coalesce(:title, title)``: a thread's
+    first message titles it in the same statement, not in an ``UPDATE`` of its own)."""
+    touched, added = message_ctes(by_thread=by_thread)
     return PrebuiltStatement(
         select(added.c.id, touched.c.uid, touched.c.updated_at).select_from(
             added.join(touched, true())

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import String, Table, bindparam, exists, literal_column, or_, select
+from sqlalchemy import String, Table, bindparam, exists, literal_column, or_, select, true
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.dialects.postgresql import insert
 
 from yuxi.db.models import AgentRun
 from yuxi.db.notifications import RUN_PENDING
 from yuxi.db.prebuilt import PrebuiltStatement
+from yuxi.repositories._messages import message_ctes
 from yuxi.repositories.notify import notify_value
+from yuxi.repositories.runs.run_event_repository import append_insert
 from yuxi.repositories.runs.tool_call_repository import open_in_thread
 from yuxi.vocabulary import CLAIMABLE_RUN_TYPES
 
-__all__ = ["INSERT_RUN", "NEW_RUN_FIELDS", "PREVIOUS_RUN", "run_of"]
+__all__ = ["INSERT_RUN", "NEW_RUN_FIELDS", "PREVIOUS_RUN", "SUBMIT_MESSAGE", "run_of"]
 
 _TABLE = cast(Table, AgentRun.__table__)
 _RUNS = _TABLE.c
@@ -72,11 +74,11 @@ _RUN_ATTRIBUTES = tuple(
 )
 
 
-def _insert_run(*, unless_awaiting_decision: bool, wakes: bool) -> PrebuiltStatement:
+def _run_insert(*, unless_awaiting_decision: bool, wakes: bool) -> Any:
     """``INSERT INTO agent_runs … SELECT <values> [WHERE <thread not awaiting a decision>]
-    ON CONFLICT (uid, request_id) DO NOTHING RETURNING <the row>[, pg_notify(run_pending)]``,
-    built once on the table and run prebuilt: every chat message makes one. The values are
-    the parameters ``v_<column>`` (SQLAlchemy keeps the columns' own names for itself)."""
+    ON CONFLICT (uid, request_id) DO NOTHING RETURNING <the row>[, pg_notify(run_pending)]``.
+    The values are the parameters ``v_<column>`` (SQLAlchemy keeps the columns' own names for
+    itself)."""
     row = select(*(bindparam(f"v_{name}", type_=_RUNS[name].type) for name in NEW_RUN_FIELDS))
     if unless_awaiting_decision:
         # The awaiting check in the insert itself: the thread's latest run as the insert
@@ -87,7 +89,7 @@ def _insert_run(*, unless_awaiting_decision: bool, wakes: bool) -> PrebuiltState
     # pending chat/resume run wakes a worker (a RETURNING notification fires only for a row
     # actually written, when the transaction commits).
     returned = [*_TABLE.c, notify_value(RUN_PENDING, _RUNS.id)] if wakes else [*_TABLE.c]
-    return PrebuiltStatement(
+    return (
         insert(_TABLE)
         # The other columns take their server defaults (a Python-side default is computed per
         # execution by SQLAlchemy, which a prebuilt statement skips).
@@ -97,11 +99,48 @@ def _insert_run(*, unless_awaiting_decision: bool, wakes: bool) -> PrebuiltState
     )
 
 
+#: The insert of a run (:func:`_run_insert`), built once on the table and run prebuilt, by
+#: (unless_awaiting_decision, wakes).
 INSERT_RUN = {
-    (unless, wakes): _insert_run(unless_awaiting_decision=unless, wakes=wakes)
+    (unless, wakes): PrebuiltStatement(_run_insert(unless_awaiting_decision=unless, wakes=wakes))
     for unless in (False, True)
     for wakes in (False, True)
 }
+
+
+def _submission_statement() -> PrebuiltStatement:
+    """A new message's whole submission in one statement: the pending chat run (as
+    ``INSERT_RUN[True, True]``: not while the thread awaits a decision, idempotent on the
+    request, waking a worker), and — only when that run was written — the user's message on
+    the thread (the thread touched and titled in the same step, ``message_ctes``) and the run's
+    ``pending`` event (``append_insert``, notifying its listeners)::
+
+        WITH run AS (INSERT INTO agent_runs … ON CONFLICT DO NOTHING RETURNING …),
+             touched AS (UPDATE conversations … WHERE id = :conversation_id
+                         AND EXISTS (SELECT FROM run) RETURNING …),
+             added AS (INSERT INTO messages … SELECT … FROM touched RETURNING id),
+             pending AS (INSERT INTO run_events … WHERE EXISTS (SELECT FROM run) RETURNING …)
+        SELECT run.*, added.id AS message_id, pending.seq AS event_seq
+        FROM run LEFT JOIN added ON true LEFT JOIN pending ON true
+
+    No row: no run was written (a retry of the request, or the thread awaits a decision). A
+    row whose ``message_id`` is NULL: the thread was gone by then; the caller must abandon the
+    transaction (nothing of it may commit). The message's and the event's ``run_id`` is the
+    run's own ``v_id``."""
+    run = _run_insert(unless_awaiting_decision=True, wakes=True).cte("run")
+    written = select(literal_column("1")).select_from(run).exists()
+    _touched, added = message_ctes(by_thread=False, only_if=written)
+    pending = append_insert(only_if=written).cte("pending")
+    return PrebuiltStatement(
+        select(
+            *(run.c[column.name] for column in _TABLE.c),
+            added.c.id.label("message_id"),
+            pending.c.seq.label("event_seq"),
+        ).select_from(run.outerjoin(added, true()).outerjoin(pending, true()))
+    )
+
+
+SUBMIT_MESSAGE = _submission_statement()
 
 
 def run_of(row: Any) -> AgentRun:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
+    ColumnElement,
+    Insert,
     Integer,
     String,
     Table,
@@ -31,14 +33,15 @@ from yuxi.db.models import AgentRun, ApiToken, RunEvent
 from yuxi.db.notifications import RUN_EVENTS
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.repositories.notify import notify_value
-from yuxi.repositories.runs.agent_run_repository import owned_live_lease
+from yuxi.repositories.runs._lease import owned_live_lease
 from yuxi.repositories.token_repository import token_is_valid
 
 
-def _append_statement(*, fenced: bool) -> PrebuiltStatement:
-    """``INSERT INTO run_events … SELECT <next seq> [WHERE EXISTS (fence)] RETURNING seq``, with
-    the run, type and data (and the worker, when fenced) as parameters: built once and run
-    prebuilt (:mod:`yuxi.db.prebuilt`), as every event of a run is one."""
+def append_insert(*, fenced: bool = False, only_if: ColumnElement[bool] | None = None) -> Insert:
+    """``INSERT INTO run_events … SELECT <next seq> [WHERE EXISTS (fence)] [AND only_if]
+    RETURNING seq, pg_notify(…)``, with the run, type and data (and the worker, when fenced) as
+    parameters. ``only_if``: a condition the append also needs (a statement that appends the
+    event only when another of its steps wrote a row)."""
     run_id = bindparam("run_id", type_=String)
     next_seq = (
         select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
@@ -58,15 +61,23 @@ def _append_statement(*, fenced: bool) -> PrebuiltStatement:
         # run's end.
         fence = owned_live_lease(run_id, bindparam("worker_id", type_=String))
         row = row.where(select(literal(1)).where(fence).with_for_update(read=True).exists())
+    if only_if is not None:
+        row = row.where(only_if)
     # The listeners (event streams, waiting requests) hear of the event when it commits. On the
     # table, not the ORM entity: the session passes the parameters to the statement as they are
     # (an ORM insert would take them for rows to insert in bulk).
     table = cast(Table, RunEvent.__table__)
-    return PrebuiltStatement(
+    return (
         insert(table)
         .from_select(["run_id", "seq", "event_type", "data"], row)
         .returning(table.c.seq, notify_value(RUN_EVENTS, table.c.run_id))
     )
+
+
+def _append_statement(*, fenced: bool) -> PrebuiltStatement:
+    """:func:`append_insert`, built once and run prebuilt (:mod:`yuxi.db.prebuilt`), as every
+    event of a run is one."""
+    return PrebuiltStatement(append_insert(fenced=fenced))
 
 
 _APPEND = _append_statement(fenced=False)

@@ -227,25 +227,18 @@ class ChatService:
         in this order: an archived thread is a Conflict; a request that already has its run gets
         it back (another thread's: Conflict); a thread waiting for an approval decision is a
         Conflict; a thread with an active run is ActiveRunExists. The insert checks the last
-        three itself (``create_run`` with ``unless_awaiting_decision``): no read first."""
+        three itself, and writes the user message (an untitled thread taking its title from it)
+        and the ``pending`` event with the run, in the same statement
+        (``AgentRunRepository.submit_message``): no read first, nothing after."""
         if thread.status != "active":
             raise Conflict("thread is archived; unarchive it to continue")
-        run, created = await uow.runs.create_run(
-            uid=thread.uid,
-            thread_id=thread.thread_id,
+        return await uow.runs.submit_message(
+            thread=thread,
             request_id=request_id,
-            run_type="chat",
             input_payload={"input": body},
-            unless_awaiting_decision=True,
+            content=body,
+            title=None if thread.title else auto_title(body),
         )
-        if created:
-            # An untitled thread takes its first message's title, in the message's statement.
-            title = None if thread.title else auto_title(body)
-            await uow.threads.add_message(
-                thread, role="user", content=body, run_id=run.id, title=title
-            )
-            await uow.events.append(run.id, "run_status", {"status": "pending"})
-        return run, created
 
     async def resume(self, uid: str, run_id: str, decision: object) -> tuple[AgentRun, bool]:
         """Turn an approve/reject decision on an interrupted run into a ``resume`` run."""
