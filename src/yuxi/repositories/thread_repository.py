@@ -31,8 +31,8 @@ from yuxi.limits import (
     LIST_MAX_CONVERSATIONS,
     LIST_MAX_MESSAGES,
 )
-from yuxi.repositories._messages import ADD_MESSAGE, ADD_MESSAGE_TO_THREAD, message_params
 from yuxi.repositories.lookback.visibility import NOT_VISIBLE, is_subagent_child
+from yuxi.repositories.message_statements import ADD_MESSAGE, ADD_MESSAGE_TO_THREAD, message_params
 from yuxi.vocabulary import CONVERSATION_SOURCES, CONVERSATION_STATUSES
 
 __all__ = ["NOT_VISIBLE", "AddedMessage", "ThreadRef", "ThreadRepository"]

@@ -13,7 +13,7 @@ from sqlalchemy.dialects.postgresql import insert
 from yuxi.db.models import AgentRun
 from yuxi.db.notifications import RUN_PENDING
 from yuxi.db.prebuilt import PrebuiltStatement
-from yuxi.repositories._messages import message_ctes
+from yuxi.repositories.message_statements import message_ctes
 from yuxi.repositories.notify import notify_value
 from yuxi.repositories.runs.run_event_repository import append_insert
 from yuxi.repositories.runs.tool_call_repository import open_in_thread

@@ -1,5 +1,7 @@
 """The one-statement message append behind the thread repository's ``add_message`` and
-``add_message_to_thread``: built once, run prebuilt."""
+``add_message_to_thread``: built once, run prebuilt; and its steps as CTEs
+(:func:`message_ctes`), for a statement that appends a message among other writes (a new
+message's submission, ``yuxi.repositories.runs._submission``)."""
 
 from __future__ import annotations
 
