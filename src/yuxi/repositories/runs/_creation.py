@@ -28,6 +28,11 @@ _BY_REQUEST = select(AgentRun).where(
 )
 
 
+def _new_run(*values: Any) -> dict[str, Any]:
+    """The insert's parameters for a new run's ``values``, in :data:`NEW_RUN_FIELDS` order."""
+    return {f"v_{name}": value for name, value in zip(NEW_RUN_FIELDS, values, strict=True)}
+
+
 async def _inserting(statement: PrebuiltStatement, session: AsyncSession, params: Any) -> Any:
     """The row a run's insert returned (None: none written); a second active run of the thread
     (the partial unique index) is :class:`ActiveRunExists`, and a thread whose row is gone by
@@ -75,7 +80,7 @@ class RunCreation:
         abandoned (every caller lets the error end its block, which rolls back), so there is no
         later statement of the transaction for a savepoint to save.
         """
-        values = (
+        params = _new_run(
             str(uuid.uuid4()),
             uid,
             thread_id,
@@ -85,7 +90,6 @@ class RunCreation:
             input_payload or {},
             created_by_run_id,
         )
-        params = {f"v_{name}": value for name, value in zip(NEW_RUN_FIELDS, values, strict=True)}
         if unless_awaiting_decision:
             params["thread_id"] = thread_id
         wakes = status == "pending" and run_type in CLAIMABLE_RUN_TYPES
@@ -117,19 +121,9 @@ class RunCreation:
         run without its message, the NotFound below makes the caller abandon its unit of work,
         as every caller lets the error end its block, which rolls back)."""
         run_id = str(uuid.uuid4())
-        values = (
-            run_id,
-            thread.uid,
-            thread.thread_id,
-            request_id,
-            "chat",
-            "pending",
-            input_payload,
-            None,
+        params = _new_run(
+            run_id, thread.uid, thread.thread_id, request_id, "chat", "pending", input_payload, None
         )
-        params: dict[str, Any] = {
-            f"v_{name}": value for name, value in zip(NEW_RUN_FIELDS, values, strict=True)
-        }
         params.update(
             message_params("user", content, "text", None, None, None, run_id),
             run_id=run_id,
