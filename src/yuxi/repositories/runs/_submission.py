@@ -124,9 +124,10 @@ def _submission_statement() -> PrebuiltStatement:
         FROM run LEFT JOIN added ON true LEFT JOIN pending ON true
 
     No row: no run was written (a retry of the request, or the thread awaits a decision). A
-    row whose ``message_id`` is NULL: the thread was gone by then; the caller must abandon the
-    transaction (nothing of it may commit). The message's and the event's ``run_id`` is the
-    run's own ``v_id``."""
+    thread whose row is gone by then fails the whole statement on the run's foreign key; a row
+    whose ``message_id`` is NULL would be a run without its message, which the caller refuses
+    (abandoning the transaction). The message's and the event's ``run_id`` is the run's own
+    ``v_id``."""
     run = _run_insert(unless_awaiting_decision=True, wakes=True).cte("run")
     written = select(literal_column("1")).select_from(run).exists()
     _touched, added = message_ctes(by_thread=False, only_if=written)
