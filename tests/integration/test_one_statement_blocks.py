@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import QueuePool
 
-from tests.support.waiting import until
+from tests.support.waiting import until, until_backend_gone
 from yuxi.db.engine import create_session_factory
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.services.unit_of_work import UnitOfWorkFactory, unit_of_work_factory
@@ -126,13 +126,7 @@ async def test_a_statement_cancelled_mid_way_leaves_nothing_behind(
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, 10)
 
-        def backend_gone() -> bool:
-            row = watcher.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)
-            ).fetchone()
-            return row is not None and row[0] == 0
-
-        await until("the interrupted backend to go", backend_gone, within=10, poll=0.01)
+        await until_backend_gone(watcher, pid, "the interrupted backend to go")
     assert _checked_out(engine) == 0
     new_pid, in_transaction = await _in_a_transaction(factory)
     assert new_pid != pid and in_transaction

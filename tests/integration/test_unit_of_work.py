@@ -21,7 +21,7 @@ from sqlalchemy.pool import QueuePool
 
 from tests.support.factories import make_run, make_user, memory_file, remember
 from tests.support.server import create_user_with_token
-from tests.support.waiting import until
+from tests.support.waiting import until, until_backend_gone
 from yuxi.api.app import create_app
 from yuxi.bootstrap import Container
 from yuxi.errors import StorageFull
@@ -201,13 +201,7 @@ async def test_a_statement_cancelled_on_the_server_leaves_nothing_behind(
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, 10)
 
-        def backend_gone() -> bool:
-            row = holder.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pids[0],)
-            ).fetchone()
-            return row is not None and row[0] == 0
-
-        await until("the cancelled backend to go", backend_gone, within=10, poll=0.01)
+        await until_backend_gone(holder, pids[0], "the cancelled backend to go")
     assert _checked_out(container) == out
     assert _memory_lock_is_free(database_url, uid)
     async with container.uow() as uow:

@@ -6,8 +6,12 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 async def until(
@@ -46,3 +50,17 @@ async def until_waiting_on_a_lock(database_url: str, *, within: float = 30.0) ->
         return bool(row and row[0])
 
     await until("a session waiting on a lock", waiting, within=within)
+
+
+async def until_backend_gone(watcher: psycopg.Connection[Any], pid: int, what: str) -> None:
+    """Until the server's backend ``pid`` has gone from ``pg_stat_activity``, as ``watcher`` (an
+    autocommit connection of the test's own) sees it: proof that an interrupted statement's
+    connection was dropped, not given back to the pool."""
+
+    def gone() -> bool:
+        row = watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)
+        ).fetchone()
+        return row is not None and row[0] == 0
+
+    await until(what, gone, within=10, poll=0.01)
