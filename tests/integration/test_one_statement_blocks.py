@@ -27,6 +27,8 @@ _ALONE = """SELECT pg_backend_pid() AS pid,
 _STATE = PrebuiltStatement(text(_ALONE))
 _DIVIDE = PrebuiltStatement(text("SELECT 1 / 0 AS x"))
 _SLEEP = PrebuiltStatement(text("SELECT pg_sleep(30) AS slept"))
+#: Leaves the connection inside a transaction block: a state the pool must never lend again.
+_OPEN = PrebuiltStatement(text("BEGIN"))
 
 
 def _factory(engine: AsyncEngine) -> UnitOfWorkFactory:
@@ -97,6 +99,45 @@ async def test_a_lost_connection_is_replaced(engine: AsyncEngine, database_url: 
     assert _checked_out(engine) == 0
     new_pid, in_transaction = await _in_a_transaction(factory)
     assert new_pid != pid and in_transaction
+
+
+async def test_a_block_that_lost_its_connection_takes_another_for_its_next_statement(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    """A block that caught the error of its lost connection and sends again: the lost one is
+    given back (invalidated) before a fresh one is taken from the pool."""
+    factory = _factory(engine)
+    async with factory.one_statement() as uow:
+        pid = (await _STATE.one(uow.users.session, {})).pid
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        with pytest.raises(OperationalError):
+            await _STATE.one(uow.users.session, {})
+        again = await _STATE.one(uow.users.session, {})
+        assert again.pid != pid and again.alone
+        assert _checked_out(engine) == 1
+    assert _checked_out(engine) == 0
+
+
+async def test_a_connection_left_in_a_transaction_is_never_lent_again(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    """A connection whose state is not the one it was lent in (here: inside a transaction
+    block) is invalidated as the block gives it back: its backend goes, and the next block gets
+    another, outside any transaction."""
+    factory = _factory(engine)
+    async with factory.one_statement() as uow:
+        pid = (await _STATE.one(uow.users.session, {})).pid
+    async with factory.one_statement() as uow:
+        await _OPEN.execute(uow.users.session, {})
+        assert (await _STATE.one(uow.users.session, {})).pid == pid
+    assert _checked_out(engine) == 0
+    with psycopg.connect(database_url, autocommit=True) as watcher:
+        await until_backend_gone(watcher, pid, "the connection left in a transaction to go")
+    new_pid, in_transaction = await _in_a_transaction(factory)
+    assert new_pid != pid and in_transaction
+    async with factory.one_statement() as uow:
+        assert (await _STATE.one(uow.users.session, {})).alone
 
 
 async def test_a_statement_cancelled_mid_way_leaves_nothing_behind(

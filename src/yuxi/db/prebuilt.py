@@ -289,9 +289,10 @@ async def _ride(session: AsyncSession) -> _Ride:
     if held is not None:
         if held.usable():
             return held
-        if isinstance(held, _PoolRide):  # lost: given back before another is taken
+        if isinstance(held, _PoolRide):
+            # Lost: its invalidation (``_sent``) already gave it back to the pool, and the
+            # block takes another below.
             del info[_RIDE]
-            await held.release()
     engine = info.get(_LANE)
     ride: _Ride
     if engine is not None and not session.in_transaction():
