@@ -14,6 +14,7 @@ each ``COMMIT`` / ``ROLLBACK``.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -75,14 +76,10 @@ async def _counted_run(
     return seen, list(CountingCursor.sent), hops
 
 
-#: The thread hops of a run (``thread_hops``; in any order): its workspace made sure of and
-#: its three context files read (``AGENTS.md``, ``USER.md``, ``MEMORY.md``) as it starts ...
-_HOPS_AT_START = [
-    "Workspace.ensure_user_workspace_sync",
-    "Workspace.read_file_prefix_sync",
-    "Workspace.read_file_prefix_sync",
-    "Workspace.read_file_prefix_sync",
-]
+#: The thread hops of a run (``thread_hops``; in any order): its workspace made sure of and its
+#: two context files read (``AGENTS.md``, ``USER.md``) in one, ``MEMORY.md`` read in another as
+#: it starts ...
+_HOPS_AT_START = ["_read_context_files_sync", "Workspace.read_file_prefix_sync"]
 #: ... a memory write's lock file taken and the new ``MEMORY.md`` published ...
 _HOPS_OF_A_MEMORY_WRITE = ["_open_lock_then", "_replace_sync"]
 #: ... and LangGraph's checkpointer: the pending writes of the thread's checkpoint loaded (the
@@ -165,13 +162,18 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
 async def test_a_chat_run_without_tools(container: Container, counted_worker: Worker) -> None:
     """A plain reply: no tool call, no memory write, no tool result. Transactions: the start,
     the reply with the end (the claim, which reads the switch too, and the reply's first text
-    as it streams are one statement each, outside a transaction block)."""
+    as it streams are one statement each, outside a transaction block). The run makes sure of
+    its user's workspace in the hop that reads the context files: one removed since the last
+    run is back, at no extra cost."""
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
+    workspace = container.workspace(uid).directory
+    shutil.rmtree(workspace)
     seen, checkpointer, hops = await _counted_run(
         container, counted_worker, uid, thread, "hello again"
     )
+    assert (workspace / "agents" / "MEMORY.md").is_file()
     assert _profile(seen) == {
         "statements": 10,
         "transactions": 2,

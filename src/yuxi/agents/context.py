@@ -14,6 +14,7 @@ is the one check all of them use (fail closed: anything else is no run at all).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -162,14 +163,31 @@ def _fit(data: bytes, truncated: bool, path: str) -> str | None:
         return None
 
 
-async def _read_context_file(workspace: Workspace, path: str) -> tuple[str, bool] | None:
-    try:
-        data, truncated = await workspace.read_file_prefix(path, CONTEXT_FILE_MAX_BYTES)
-    except WorkspaceFileNotFound:
+def _read_context_files_sync(
+    workspace: Workspace, *, ensure_workspace: bool
+) -> list[tuple[bytes, bool] | WorkspaceError]:
+    """In one worker thread (one hop off the event loop, not one per file): the workspace made
+    sure of when asked, then each context file's bounded prefix, or the error reading it."""
+    if ensure_workspace:
+        workspace.ensure_user_workspace_sync()
+    reads: list[tuple[bytes, bool] | WorkspaceError] = []
+    for path, _title in CONTEXT_FILES:
+        try:
+            reads.append(workspace.read_file_prefix_sync(path, CONTEXT_FILE_MAX_BYTES))
+        except WorkspaceError as exc:
+            reads.append(exc)
+    return reads
+
+
+def _context_text(
+    workspace: Workspace, path: str, read: tuple[bytes, bool] | WorkspaceError
+) -> tuple[str, bool] | None:
+    if isinstance(read, WorkspaceFileNotFound):
         return None
-    except WorkspaceError as exc:
-        _log.warning("context file %s of %s not readable: %s", path, workspace.uid, exc)
+    if isinstance(read, WorkspaceError):
+        _log.warning("context file %s of %s not readable: %s", path, workspace.uid, read)
         return None
+    data, truncated = read
     text = _fit(data, truncated, path)
     if text is None:
         _log.warning("context file %s of %s is not valid UTF-8; skipped", path, workspace.uid)
@@ -180,18 +198,27 @@ async def _read_context_file(workspace: Workspace, path: str) -> tuple[str, bool
 
 
 async def build_agent_input_context(
-    *, workspace: Workspace, identity: RunIdentity, base_prompt: str
+    *,
+    workspace: Workspace,
+    identity: RunIdentity,
+    base_prompt: str,
+    ensure_workspace: bool = False,
 ) -> AgentInputContext:
     """System prompt = ``base_prompt`` + AGENTS.md + USER.md (each ≤ 64 KiB); never MEMORY.md.
 
     Missing, empty, unreadable (symlink, not a regular file) or non-UTF-8 files are skipped.
+    With ``ensure_workspace``, the user's workspace is made sure of first, in the same hop off
+    the event loop as the reads.
     """
     if workspace.uid != identity.uid:
         raise ValueError("the workspace does not belong to the run's user")
+    reads = await asyncio.to_thread(
+        _read_context_files_sync, workspace, ensure_workspace=ensure_workspace
+    )
     parts = [base_prompt.rstrip()] if base_prompt.strip() else []
     files: list[ContextFile] = []
-    for path, title in CONTEXT_FILES:
-        read = await _read_context_file(workspace, path)
+    for (path, title), raw in zip(CONTEXT_FILES, reads, strict=True):
+        read = _context_text(workspace, path, raw)
         if read is None:
             continue
         text, truncated = read

@@ -54,9 +54,11 @@ async def assemble_chatbot_graph(
     claimed: ClaimedRun, *, services: Services, runtime: AgentRuntime, workspace: Workspace
 ) -> AssembledGraph:
     identity = claimed.identity
-    await workspace.ensure_user_workspace()
     agent_input = await build_agent_input_context(
-        workspace=workspace, identity=identity, base_prompt=CHAT_SYSTEM_PROMPT
+        workspace=workspace,
+        identity=identity,
+        base_prompt=CHAT_SYSTEM_PROMPT,
+        ensure_workspace=True,
     )
     # The switch as the claim that starts this run read it: off → no snapshot (MEMORY.md is
     # not opened) and the graph without memory.

@@ -173,3 +173,20 @@ def test_trusted_context_fails_closed(tmp_path: Path) -> None:
         run_context(ws, other)
     assert trusted_context(forged_context(other, ws), require_worker=False) is None
     assert trusted_context(forged_context(CTX, object()), require_worker=False) is None
+
+
+async def test_the_workspace_is_made_sure_of_only_when_asked(tmp_path: Path) -> None:
+    """``ensure_workspace``: a run's assembly makes sure of its user's workspace in the same
+    hop off the event loop as the reads; without it nothing is created."""
+    ws = SpyWorkspace(tmp_path / "workspaces")
+    await build_agent_input_context(workspace=ws, identity=CTX, base_prompt="BASE")
+    assert not ws.directory.exists()
+    result = await build_agent_input_context(
+        workspace=ws, identity=CTX, base_prompt="BASE", ensure_workspace=True
+    )
+    assert result.system_prompt == "BASE"  # the new files are empty: no section
+    assert sorted(p.name for p in (ws.directory / "agents").iterdir()) == [
+        "AGENTS.md",
+        "MEMORY.md",
+        "USER.md",
+    ]
