@@ -82,15 +82,11 @@ async def _counted_run(
 _HOPS_AT_START = ["_read_context_files_sync", "Workspace.read_file_prefix_sync"]
 #: ... a memory write's lock file taken and the new ``MEMORY.md`` published ...
 _HOPS_OF_A_MEMORY_WRITE = ["_open_lock_then", "_replace_sync"]
-#: ... and LangGraph's checkpointer: the pending writes of the thread's checkpoint loaded (the
-#: executor's read, then the graph's), the new blobs serialized as the graph exits. Nothing else:
-#: LangSmith's (untraced) bookkeeping of each middleware hook stays on the loop
-#: (``yuxi.agents.trace_hooks``).
-_HOPS_OF_THE_CHECKPOINTER = [
-    "BasePostgresSaver._load_writes",
-    "BasePostgresSaver._load_writes",
-    "BasePostgresSaver._dump_blobs",
-]
+#: ... and LangGraph's checkpointer: the pending writes of the thread's checkpoint loaded (by the
+#: graph: a chat run after a completed one does not read the checkpoint itself), the new blobs
+#: serialized as the graph exits. Nothing else: LangSmith's (untraced) bookkeeping of each
+#: middleware hook stays on the loop (``yuxi.agents.trace_hooks``).
+_HOPS_OF_THE_CHECKPOINTER = ["BasePostgresSaver._load_writes", "BasePostgresSaver._dump_blobs"]
 
 
 def _profile(seen: Counts) -> dict[str, int]:
@@ -146,12 +142,12 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
     # The memory write: the gate then the record, two statements in one transaction.
     assert len(seen.matching("pg_advisory_xact_lock")) == 1
     assert len(seen.matching("WITH newest AS")) == 1
-    # The checkpointer: the thread's checkpoint read twice (the executor's aget_state, then the
-    # graph's own read as it starts), and saved once as the graph exits (design.md §7): the
-    # channels' blobs that changed (messages, the memory middleware's state, the run limits)
-    # and the checkpoint row.
-    assert len(checkpointer) == 6, checkpointer
-    assert sum(s.startswith("select thread_id, checkpoint") for s in checkpointer) == 2
+    # The checkpointer: the thread's checkpoint read once, by the graph as it starts (the
+    # executor reads it only for a resume run or after a run that did not complete), and saved
+    # once as the graph exits (design.md §7): the channels' blobs that changed (messages, the
+    # memory middleware's state, the run limits) and the checkpoint row.
+    assert len(checkpointer) == 5, checkpointer
+    assert sum(s.startswith("select thread_id, checkpoint") for s in checkpointer) == 1
     assert sum(s.startswith("INSERT INTO checkpoints ") for s in checkpointer) == 1
     assert sum(s.startswith("INSERT INTO checkpoint_blobs") for s in checkpointer) == 3
     assert sorted(hops) == sorted(
@@ -182,7 +178,7 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
         "round_trips": 14,
         "events": 3,  # [running, memory_snapshot], [token], [token, message, completed]
     }, seen.statements
-    assert len(checkpointer) == 4, checkpointer
+    assert len(checkpointer) == 3, checkpointer
     assert sorted(hops) == sorted(_HOPS_AT_START + _HOPS_OF_THE_CHECKPOINTER), hops
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Durability
+from langgraph.types import Durability, StateSnapshot
 
 from yuxi.agents.middlewares.tool_call_integrity import closing_messages
 from yuxi.limits import RUN_MAX_STEPS
@@ -118,17 +118,31 @@ class RunExecutor:
                 "configurable": {"thread_id": identity.thread_id},
                 "recursion_limit": RUN_MAX_STEPS,
             }
-            # The thread's checkpoint is read while the start is recorded: neither needs the
-            # other (they use different connections), and the first token waits for both.
-            # Messages already in the checkpoint were recorded by earlier runs.
-            reading = asyncio.create_task(graph.aget_state(config))
+            # The messages already in the thread's checkpoint (recorded by earlier runs) are
+            # needed twice, and only then: a resume run's graph emits the interrupted step's
+            # model message again (LangChain's approval middleware), which must not be recorded
+            # twice; and a chat run whose predecessor did not complete must answer the calls it
+            # left open (``why``). A chat run after a completed one (or none) reads nothing here:
+            # its graph emits only messages it makes, and a completed run left no call open
+            # (its limits fail a run rather than end it early). A resume run's read goes on
+            # while the start is recorded: neither needs the other (different connections).
+            reading = (
+                None
+                if claimed.run_type == "chat"
+                else asyncio.create_task(graph.aget_state(config))
+            )
             try:
                 why = await self._start(claimed, assembled)
             except BaseException:  # LeaseLost, cancelled, failed: the read is not wanted
-                reading.cancel()
-                await asyncio.gather(reading, return_exceptions=True)
+                if reading is not None:
+                    reading.cancel()
+                    await asyncio.gather(reading, return_exceptions=True)
                 raise
-            checkpoint = await reading
+            checkpoint: StateSnapshot | None = None
+            if reading is not None:
+                checkpoint = await reading
+            elif why is not None:
+                checkpoint = await graph.aget_state(config)
             earlier = (checkpoint.values or {}).get("messages", []) if checkpoint else []
             graph_input = _with_closures(claimed, earlier, why, graph_input)
             translator = StreamTranslator(m.id for m in earlier if getattr(m, "id", None))
@@ -179,7 +193,8 @@ class RunExecutor:
         """The run's start, one transaction: its ``running`` event, the memory snapshot it sees
         and, for a chat run, the tool calls an earlier run left open (it was cancelled, failed
         or lost its lease between a call and its result) closed in the thread's records. How
-        that run ended (None: no run did, or this is not a chat run)."""
+        the run before ended, when it did not complete (None: it completed, no run did, or this
+        is not a chat run)."""
         snapshot = assembled.snapshot
         return await self._services.runs.start(
             claimed.identity,

@@ -80,7 +80,9 @@ class RunRecord:
 
     async def close_open_tool_calls(self) -> str | None:
         """Close the thread's tool calls an earlier run left open (cancelled, failed, lease
-        lost, crashed) and say how that run ended (None: no run did)."""
+        lost, crashed) and say how the run before this one ended, when it did not complete
+        (None: no run did, or it completed — a completed run's graph answered every call it
+        made, so nothing of it is left to close, in the records or in the checkpoint)."""
         identity, uow = self._identity, self._uow
         previous = await uow.runs.previous_top_level_run(
             identity.uid, identity.thread_id, identity.run_id
@@ -90,7 +92,7 @@ class RunRecord:
         why = not_completed(previous.status, previous.error_code)
         if previous.open_calls:  # read with the previous run: no update when none is open
             await uow.tool_calls.close_pending(identity.uid, identity.thread_id, why)
-        return why
+        return None if previous.status == "completed" else why
 
     async def tool_calls(self, content: str, calls: Sequence[ProposedToolCall]) -> None:
         """The model asked for tools: an assistant tool_call message, one ToolCall row and one

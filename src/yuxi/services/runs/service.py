@@ -174,7 +174,8 @@ class RunService:
     ) -> str | None:
         """A run starts, in one fenced transaction: its ``running`` event, the memory snapshot
         it will see (sha256 and size; None: memory off) and, for a chat run, the thread's tool
-        calls an earlier run left open closed. Returns how that run ended (None: none did)."""
+        calls an earlier run left open closed. Returns how the run before ended when it did not
+        complete (None: it completed, or none did)."""
         async with self.recording(identity) as record:
             await record.event("run_status", {"status": "running", "attempt": attempt})
             if snapshot is not None:
