@@ -30,13 +30,15 @@ _THREADS = cast(Table, Conversation.__table__).c
 _MESSAGES = cast(Table, Message.__table__)
 
 
-def message_ctes(*, by_thread: bool, only_if: ColumnElement[bool] | None = None) -> tuple[CTE, CTE]:
+def message_ctes(
+    *, by_thread: bool, titles: bool = False, only_if: ColumnElement[bool] | None = None
+) -> tuple[CTE, CTE]:
     """The two steps of a message append, as CTEs: ``touched`` (the thread's ``updated_at``,
-    and its ``title`` when named by key, ``RETURNING id, uid, updated_at``) and ``added`` (the
-    message, from ``touched``: none when the thread is not there, ``RETURNING id``). The
-    parameters are :func:`message_params`'s and the thread's (below). ``only_if``: a condition
-    the thread's update also needs (a statement that appends a message only when another of its
-    steps wrote a row)."""
+    and with ``titles`` its ``title`` — ``coalesce(:title, title)``, so None keeps it —
+    ``RETURNING id, uid, updated_at``) and ``added`` (the message, from ``touched``: none when
+    the thread is not there, ``RETURNING id``). The parameters are :func:`message_params`'s and
+    the thread's (below). ``only_if``: a condition the thread's update also needs (a statement
+    that appends a message only when another of its steps wrote a row)."""
     table = cast(Table, Conversation.__table__)
     which: tuple[ColumnElement[bool], ...]
     if by_thread:
@@ -49,7 +51,7 @@ def message_ctes(*, by_thread: bool, only_if: ColumnElement[bool] | None = None)
     if only_if is not None:
         which = (*which, only_if)
     values: dict[str, Any] = {"updated_at": func.now()}
-    if not by_thread:
+    if titles:
         values["title"] = func.coalesce(bindparam("title", type_=String), _THREADS.title)
     touched = (
         update(table)
@@ -94,9 +96,9 @@ def _add_message_statement(*, by_thread: bool) -> PrebuiltStatement:
 
     The thread is named by its primary key (``conversation_id``), or (``by_thread``) by its
     ``thread_id`` and owner ``uid``; a thread that is not there gets no message and the
-    statement returns no row. The message is owned by the thread's user. Named by its key, the
-    thread also takes ``title`` when one is given (``coalesce(:title, title)``: a thread's
-    first message titles it in the same statement, not in an ``UPDATE`` of its own)."""
+    statement returns no row. The message is owned by the thread's user. (A new message's
+    submission also titles an untitled thread: ``message_ctes(titles=True)`` in
+    ``yuxi.repositories.runs._submission``.)"""
     touched, added = message_ctes(by_thread=by_thread)
     return PrebuiltStatement(
         select(added.c.id, touched.c.uid, touched.c.updated_at).select_from(

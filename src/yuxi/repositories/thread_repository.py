@@ -232,24 +232,21 @@ class ThreadRepository:
         image_content: str | None = None,
         attachments: list[Any] | None = None,
         run_id: str | None = None,
-        title: str | None = None,
     ) -> AddedMessage:
-        """Append a message (owned by the thread's user) and touch ``updated_at`` — and, given a
-        ``title``, set it (None: the title stays) — in one statement; a loaded row
-        (``Conversation``) takes the new values too."""
+        """Append a message (owned by the thread's user) and touch ``updated_at``, in one
+        statement; a loaded row (``Conversation``) takes the new ``updated_at`` too. (A new
+        message's submission, which also titles the thread, is ``AgentRunRepository
+        .submit_message``.)"""
         params = message_params(
             role, content, message_type, metadata, image_content, attachments, run_id
         )
         params["conversation_id"] = thread.id
-        params["title"] = title
         row = await ADD_MESSAGE.first(self.session, params)
         if row is None:
             raise NotFound("thread not found")
         added = AddedMessage(int(row.id), row.uid, row.updated_at)
         if isinstance(thread, Conversation):
             set_committed_value(thread, "updated_at", added.updated_at)
-            if title is not None:  # written: the loaded row has nothing left to flush
-                set_committed_value(thread, "title", title)
         return added
 
     async def add_message_to_thread(

@@ -130,7 +130,7 @@ def _submission_statement() -> PrebuiltStatement:
     ``v_id``."""
     run = _run_insert(unless_awaiting_decision=True, wakes=True).cte("run")
     written = select(literal_column("1")).select_from(run).exists()
-    _touched, added = message_ctes(by_thread=False, only_if=written)
+    _touched, added = message_ctes(by_thread=False, titles=True, only_if=written)
     pending = append_insert(only_if=written).cte("pending")
     return PrebuiltStatement(
         select(
