@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.support.factories import make_thread, make_user, sql
 from yuxi.bootstrap import Container
+from yuxi.db.models import AgentRun
 from yuxi.errors import ActiveRunExists, Conflict
 from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
+from yuxi.repositories.runs.step_repository import RunStepRepository, StepWrites
 
 
 async def _create(c: Container, uid: str, thread: str, request_id: str, run_type: str = "chat"):  # type: ignore[no-untyped-def]
@@ -17,6 +21,18 @@ async def _create(c: Container, uid: str, thread: str, request_id: str, run_type
         return await AgentRunRepository(s).create_run(
             uid=uid, thread_id=thread, request_id=request_id, run_type=run_type
         )
+
+
+async def _finish(
+    s: AsyncSession, run: AgentRun, worker: str, status: str, output: dict[str, Any] | None = None
+) -> bool:
+    """The run's end as its worker records it (a step with nothing but the end)."""
+    writes = StepWrites()
+    writes.settle(status, output=output, error_code=None, error_message=None)
+    result = await RunStepRepository(s).record(
+        run.id, worker, run.uid, run.conversation_thread_id, writes
+    )
+    return result.fenced and result.ended
 
 
 async def test_create_is_idempotent_on_request_id(container: Container) -> None:
@@ -102,7 +118,7 @@ async def test_renew_and_finish_need_the_owner_and_a_live_lease(container: Conta
         worker = claimed.worker_id
         assert await repo.renew_lease(run.id, worker, lease_seconds=30)
         assert not await repo.renew_lease(run.id, "w_forged", lease_seconds=30)
-        assert not await repo.finish(run.id, "w_forged", status="completed")
+        assert not await _finish(s, run, "w_forged", "completed")
     await sql(
         container,
         "UPDATE agent_runs SET lease_expires_at = now() - interval '1 second' WHERE id = :id",
@@ -111,7 +127,7 @@ async def test_renew_and_finish_need_the_owner_and_a_live_lease(container: Conta
     async with container.session_factory() as s, s.begin():
         repo = AgentRunRepository(s)
         assert not await repo.renew_lease(run.id, worker, lease_seconds=30)
-        assert not await repo.finish(run.id, worker, status="completed")
+        assert not await _finish(s, run, worker, "completed")
         assert await repo.reconcile_expired() == [run.id]
         assert await repo.reconcile_expired() == []  # reconciled once
         final = await repo.get(run.id)
@@ -126,8 +142,8 @@ async def test_finish_by_owner(container: Container) -> None:
         repo = AgentRunRepository(s)
         claimed = await repo.claim(run.id, lease_seconds=30)
         assert claimed is not None and claimed.worker_id
-        assert await repo.finish(run.id, claimed.worker_id, status="completed", output={"a": 1})
-        assert not await repo.finish(run.id, claimed.worker_id, status="failed")
+        assert await _finish(s, run, claimed.worker_id, "completed", {"a": 1})
+        assert not await _finish(s, run, claimed.worker_id, "failed")
         done = await repo.get(run.id)
         assert done is not None and done.status == "completed" and done.finished_at is not None
 

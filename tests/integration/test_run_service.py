@@ -4,6 +4,7 @@ fence on every record, reconciliation codes and the SubAgent records."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from yuxi.services.runs.service import (
     LeaseLost,
     ProposedToolCall,
     ReconciledRun,
+    RunRecord,
     ToolOutcome,
 )
 
@@ -113,14 +115,14 @@ async def test_one_step_is_one_transaction_all_or_nothing(container: Container) 
     before = await _rows(container, "SELECT count(*) FROM run_events")
     with pytest.raises(RuntimeError, match="qzxhalfway"):
         async with runs.recording(me) as record:
-            await record.tool_calls("", [ProposedToolCall("c1", "read_workspace_file", {})])
+            record.tool_calls("", [ProposedToolCall("c1", "read_workspace_file", {})])
             raise RuntimeError("qzxhalfway")
     assert await _rows(container, "SELECT count(*) FROM run_events") == before
     assert await _rows(container, "SELECT count(*) FROM tool_calls") == [(0,)]
     async with runs.recording(me) as record:
-        await record.event("token", {"text": "Hel"})
-        await record.reply("Hello")
-        await record.finish("completed", output={"reply": "Hello"})
+        record.event("token", {"text": "Hel"})
+        record.reply("Hello")
+        record.finish("completed", output={"reply": "Hello"})
     events = await _rows(container, "SELECT event_type, data FROM run_events ORDER BY seq")
     assert [e for e, _ in events][-3:] == ["token", "message", "run_status"]
     assert events[-1][1] == {"status": "completed"}
@@ -128,7 +130,7 @@ async def test_one_step_is_one_transaction_all_or_nothing(container: Container) 
     assert run == [("completed",)]
     with pytest.raises(LeaseLost):  # settled: the lease is no longer live
         async with runs.recording(me) as record:
-            await record.event("token", {"text": "late"})
+            record.event("token", {"text": "late"})
 
 
 async def test_a_subagent_identity_holds_no_lease(container: Container) -> None:
@@ -227,7 +229,9 @@ async def test_resume_reads_the_interrupted_action_requests(container: Container
 async def test_a_step_whose_thread_is_gone_writes_nothing(container: Container, how: str) -> None:
     """A message names the run's thread by its id and owner in the statement that appends it:
     a thread that is gone (or no longer the run's user's) ends the step with LeaseLost, and
-    nothing of the step is written — not the message, not its event, not the thread touched."""
+    nothing of the step is written — not the message, not its event, not the thread touched,
+    not its tool calls, not the run's end (every write of the step's one statement needs the
+    thread)."""
     claimed = await _claimed(container)
     identity, runs = claimed.identity, container.services.runs
     thread = {"t": identity.thread_id}
@@ -244,8 +248,16 @@ async def test_a_step_whose_thread_is_gone_writes_nothing(container: Container, 
     events = "SELECT count(*) FROM run_events WHERE run_id = :r"
     count = (await _rows(container, events, r=identity.run_id))[0][0]
     with pytest.raises(LeaseLost):
-        await runs.record_reply(identity, "the answer qzxgone")
+        async with runs.recording(identity) as record:
+            record.tool_calls("", [ProposedToolCall("qzxgone-call", "read_workspace_file", {})])
+            record.reply("the answer qzxgone")
+            record.finish("completed", output={"reply": "qzxgone"})
     assert (await _rows(container, events, r=identity.run_id))[0][0] == count
+    assert await _rows(container, "SELECT 1 FROM tool_calls") == []
+    status = "SELECT status FROM agent_runs WHERE id = :r"
+    assert await _rows(container, status, r=identity.run_id) == (
+        [] if how == "deleted" else [("running",)]  # a deleted thread takes its runs with it
+    )
     assert (
         await _rows(container, "SELECT 1 FROM messages WHERE content = 'the answer qzxgone'") == []
     )
@@ -276,9 +288,9 @@ async def test_a_steps_events_are_one_append_with_the_seqs_of_one_each(
     with counting(container.engine) as seen:
         async with runs.recording(me) as record:
             for item in data:
-                await record.event("token", item)
-            await record.reply("Hello")
-            await record.finish("completed", output={"reply": "Hello"})
+                record.event("token", item)
+            record.reply("Hello")
+            record.finish("completed", output={"reply": "Hello"})
     assert len(seen.matching("INSERT INTO run_events")) == 1, seen.statements
     rows = await _rows(
         container,
@@ -297,31 +309,134 @@ async def test_a_steps_events_are_one_append_with_the_seqs_of_one_each(
     assert [e.seq for e in page.events] == [4, 5, 6, 7, 8] and page.settled
 
 
-async def test_a_lone_event_waits_for_a_lease_change_in_flight_and_is_refused_after_it(
-    container: Container,
+def _lone_event(record: RunRecord, marker: str) -> None:
+    record.event("token", {"text": marker})
+
+
+def _tool_calls(record: RunRecord, marker: str) -> None:
+    record.tool_calls(marker, [ProposedToolCall(marker, "read_workspace_file", {"p": marker})])
+
+
+def _reply_and_end(record: RunRecord, marker: str) -> None:
+    record.event("token", {"text": marker})
+    record.reply(marker)
+    record.finish("completed", output={"reply": marker})
+
+
+@pytest.mark.parametrize("step", [_lone_event, _tool_calls, _reply_and_end])
+async def test_a_step_waits_for_a_lease_change_in_flight_and_is_refused_after_it(
+    container: Container, step: Callable[[RunRecord, str], None]
 ) -> None:
-    """The one-statement append holds the run's row as the record fence does: a reconcile that
-    has failed the run but not committed yet makes it wait, and once that commits the event is
-    refused — no event lands after the run's end."""
+    """A step's one statement takes the run's row (``FOR SHARE``) before it writes anything: a
+    reconcile that has failed the run but not committed yet makes it wait, and once that commits
+    the step is refused whole — no event, message, tool call or end lands after the run's end."""
     runs = container.services.runs
     me = (await _claimed(container)).identity
     with counting(container.engine) as seen:
-        await runs.record_event(me, "token", {"text": "你好 before"})
+        async with runs.recording(me) as record:
+            step(record, "你好 before")
     # one statement, outside a transaction block: no BEGIN, no lease read, no COMMIT
-    assert [s.split()[0] for s in seen.statements] == ["INSERT"], seen.statements
+    assert [s.split()[:2] for s in seen.statements] == [["WITH", "fence"]], seen.statements
+    assert (seen.begins, seen.commits, seen.rollbacks) == (0, 0, 0)
+    if step is _reply_and_end:  # settled by the step itself: a new claim for the late one
+        me = (await _claimed(container)).identity
     async with container.session_factory() as reconcile:
         await reconcile.execute(
             text("UPDATE agent_runs SET status = 'failed', lease_expires_at = NULL WHERE id = :id"),
             {"id": me.run_id},
         )
-        late = asyncio.create_task(runs.record_event(me, "token", {"text": "LATE-MARKER"}))
+
+        async def late_step() -> None:
+            async with runs.recording(me) as record:
+                step(record, "LATE-MARKER")
+
+        late = asyncio.create_task(late_step())
         await asyncio.sleep(0.3)
         assert not late.done()  # waiting for the row's lock, not reading the old version
         await reconcile.commit()
     with pytest.raises(LeaseLost):
         await late
-    rows = await _rows(
-        container, "SELECT data FROM run_events WHERE run_id = :id ORDER BY seq", id=me.run_id
+    written = await _rows(
+        container,
+        "SELECT (SELECT json_agg(data) FROM run_events), (SELECT json_agg(content) FROM messages),"
+        " (SELECT json_agg(tool_call_id) FROM tool_calls),"
+        " (SELECT json_agg(output) FROM agent_runs WHERE id = :id),"
+        " (SELECT status FROM agent_runs WHERE id = :id)",
+        id=me.run_id,
     )
-    assert {"text": "你好 before"} in [r.data for r in rows]
-    assert "LATE-MARKER" not in str(rows)
+    assert "你好 before" in str(written)
+    assert "LATE-MARKER" not in str(written)
+    assert written[0][-1] == "failed"
+
+
+async def _calls(c: Container, thread_id: str) -> dict[str, tuple[str, str | None]]:
+    rows = await _rows(
+        c,
+        "SELECT c.tool_call_id, c.status, c.output FROM tool_calls c JOIN messages m"
+        " ON m.id = c.message_id JOIN conversations t ON t.id = m.conversation_id"
+        " WHERE t.thread_id = :t ORDER BY c.id",
+        t=thread_id,
+    )
+    return {r.tool_call_id: (r.status, r.output) for r in rows}
+
+
+async def test_a_step_writes_what_its_records_would_have_written_one_by_one(
+    container: Container,
+) -> None:
+    """A step's statement shares one snapshot across its parts, which do not see each other's
+    rows; what the step records is folded so the result is what writing each record in turn
+    gave (``StepWrites.parameters``):
+
+    * messages get ids in the order recorded, and the ``message`` event carries the reply's;
+    * a call finished in the step that proposes it is stored finished;
+    * a call the step finishes is not closed by the same step's failure (one row is never
+      updated twice), and a call it proposes and leaves open is closed with the failure;
+    * a call finished by id is the newest of that id in the run's own thread only."""
+    runs = container.services.runs
+    me = (await _claimed(container)).identity
+    other = (await _claimed(container)).identity  # another user's thread, same call id
+    async with runs.recording(other) as record:
+        record.tool_calls("", [ProposedToolCall("c-shared", "read_workspace_file", {})])
+    async with runs.recording(me) as record:
+        record.tool_calls("", [ProposedToolCall("c-shared", "read_workspace_file", {})])
+        record.tool_calls("", [ProposedToolCall("c-old", "read_workspace_file", {})])
+    async with runs.recording(me) as record:
+        record.tool_calls(
+            "",
+            [
+                ProposedToolCall("c-same-step", "read_workspace_file", {}),
+                ProposedToolCall("c-left-open", "read_workspace_file", {}),
+            ],
+        )
+        record.tool_result(ToolOutcome("c-same-step", "read_workspace_file", "done 完", "success"))
+        record.tool_result(ToolOutcome("c-shared", "read_workspace_file", "mine", "success"))
+        record.reply("第一 qzxorder")
+        record.finish("failed", error_code="run_error", error_message="boom")
+    calls = await _calls(container, me.thread_id)
+    assert calls["c-same-step"] == ("success", "done 完")
+    assert calls["c-shared"] == ("success", "mine")
+    assert calls["c-left-open"][0] == calls["c-old"][0] == "error"
+    assert "failed (run_error)" in (calls["c-left-open"][1] or "")
+    assert await _calls(container, other.thread_id) == {"c-shared": ("pending", None)}
+    messages = await _rows(
+        container,
+        "SELECT m.id, m.message_type, m.content FROM messages m JOIN conversations t"
+        " ON t.id = m.conversation_id WHERE t.thread_id = :t AND m.role <> 'user' ORDER BY m.id",
+        t=me.thread_id,
+    )
+    assert [(m.message_type, m.content) for m in messages][-4:] == [
+        ("tool_call", ""),
+        ("tool_result", "done 完"),
+        ("tool_result", "mine"),
+        ("text", "第一 qzxorder"),
+    ]
+    (event,) = await _rows(
+        container,
+        "SELECT data FROM run_events WHERE run_id = :r AND event_type = 'message'",
+        r=me.run_id,
+    )
+    assert event.data == {
+        "message_id": messages[-1].id,
+        "role": "assistant",
+        "content": "第一 qzxorder",
+    }

@@ -103,21 +103,21 @@ def _profile(seen: Counts) -> dict[str, int]:
 async def test_a_chat_run_with_a_memory_write(container: Container, counted_worker: Worker) -> None:
     """A chat run of a thread's second turn, as in B8: a ``remember_memory`` call, then a reply.
 
-    Transactions, one line each: the claim (one statement, no transaction block:
-    ``one_statement``; the claimed row and the owner's memory switch come back with the
-    update);
+    Statements, one line each, all but the memory write's outside a transaction block (no
+    ``BEGIN``, no ``COMMIT``: ``one_statement``; each step of the record is one statement of
+    data-modifying CTEs fenced by the lease, ``RunService.recording``):
+    the claim (the claimed row and the owner's memory switch come back with the update);
     the run's start (``running`` event, the memory snapshot, how the thread's previous run
-    ended read with whether it left calls open — none here, so no update closes them);
-    the model's step (message, ToolCall row, ``tool_start``); the memory write (gate, record);
-    the tool's step (message, ToolCall row found and finished in one statement, ``tool_end``);
-    the reply's first text, the moment it streams (one fenced statement outside a transaction
-    block: ``RunService.record_event``);
+    ended read with whether it left calls open — none here, so no statement closes them);
+    the model's step (message, ToolCall row, ``tool_start``);
+    the memory write (one transaction: gate, record);
+    the tool's step (message, ToolCall row found and finished, ``tool_end``);
+    the reply's first text, the moment it streams;
     the last step and the end (the rest of the text, reply message, ``message`` and
     ``run_status`` events, the run row settled).
-    Each fenced transaction checks the lease once; a message names its thread in the statement
-    that appends it and touches the thread (no read of the thread's row, no second statement);
-    the events of one transaction are one statement, as it ends (start: 2 events, the model's
-    step: 1, the tool's step: 1, the end: 3).
+    A message names its thread in the statement that appends it and touches the thread (no
+    read of the thread's row); the events of a step are one insert in its statement (start: 2
+    events, the model's step: 1, the tool's step: 1, the first text: 1, the end: 3).
     """
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
@@ -126,17 +126,19 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
         container, counted_worker, uid, thread, "remember: second qzxfact"
     )
     assert _profile(seen) == {
-        "statements": 20,
-        "transactions": 5,
-        "commits": 5,
+        "statements": 8,
+        "transactions": 1,
+        "commits": 1,
         "rollbacks": 0,
-        "round_trips": 30,
+        "round_trips": 10,
         # [running, memory_snapshot], [tool_start], [tool_end], [token],
         # [token, message, completed]
         "events": 5,
     }, seen.statements
-    # Each of the three messages (tool call, tool result, reply) is one statement.
+    # Each of the three messages (tool call, tool result, reply) is appended by its step's one
+    # statement, the lease fenced in it.
     assert len(seen.matching("INSERT INTO messages")) == 3
+    assert len(seen.matching("WITH fence AS")) == 5
     # The thread's row is never read first.
     assert not [s for s in seen.statements if s.startswith("SELECT conversations.")]
     # The memory write: the gate then the record, two statements in one transaction.
@@ -156,11 +158,10 @@ async def test_a_chat_run_with_a_memory_write(container: Container, counted_work
 
 
 async def test_a_chat_run_without_tools(container: Container, counted_worker: Worker) -> None:
-    """A plain reply: no tool call, no memory write, no tool result. Transactions: the start,
-    the reply with the end (the claim, which reads the switch too, and the reply's first text
-    as it streams are one statement each, outside a transaction block). The run makes sure of
-    its user's workspace in the hop that reads the context files: one removed since the last
-    run is back, at no extra cost."""
+    """A plain reply: no tool call, no memory write, no tool result. Four statements, no
+    transaction block: the claim (which reads the switch too), the start, the reply's first text
+    as it streams, the reply with the end. The run makes sure of its user's workspace in the hop
+    that reads the context files: one removed since the last run is back, at no extra cost."""
     uid = await make_user(container, memory=True)
     thread = (await container.services.chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "hello qzxfirst")
@@ -171,11 +172,11 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
     )
     assert (workspace / "agents" / "MEMORY.md").is_file()
     assert _profile(seen) == {
-        "statements": 10,
-        "transactions": 2,
-        "commits": 2,
+        "statements": 4,
+        "transactions": 0,
+        "commits": 0,
         "rollbacks": 0,
-        "round_trips": 14,
+        "round_trips": 4,
         "events": 3,  # [running, memory_snapshot], [token], [token, message, completed]
     }, seen.statements
     assert len(checkpointer) == 3, checkpointer

@@ -8,11 +8,11 @@ from typing import Any
 
 import httpx
 
+from tests.support.history import add_tool_call
 from tests.support.server import LiveServer, create_user_with_token
 from tests.support.sse import read_events
 from yuxi.bootstrap import Container
 from yuxi.limits import EVENT_TEXT_BYTES
-from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
 from yuxi.repositories.thread_repository import ThreadRepository
 
 
@@ -88,7 +88,8 @@ async def test_thread_view_has_tool_calls_and_stays_private(
             message = await repo.add_message(
                 conversation, role="assistant", content="", message_type="tool_call"
             )
-            await ToolCallRepository(s).add(
+            await add_tool_call(
+                s,
                 message.id,
                 tool_call_id="call-long",
                 name="read_workspace_file",

@@ -220,9 +220,9 @@ async def test_a_run_failed_between_call_and_result_leaves_a_working_thread(
         async with real(self, identity) as record:
             record_calls = record.tool_calls
 
-            async def tool_calls(*args: Any, **kwargs: Any) -> None:
+            def tool_calls(*args: Any, **kwargs: Any) -> None:
                 wrote.append(True)
-                await record_calls(*args, **kwargs)
+                record_calls(*args, **kwargs)
 
             record.tool_calls = tool_calls  # type: ignore[method-assign]
             yield record

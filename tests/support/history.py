@@ -9,14 +9,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from yuxi.bootstrap import Container
-from yuxi.db.models import Conversation, User, UserConfig
+from yuxi.db.models import Conversation, ToolCall, User, UserConfig
 from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.utils.json_utils import compact_json
 
-__all__ = ["new_thread", "seed_user", "size", "text_size", "tx"]
+__all__ = ["add_tool_call", "new_thread", "seed_user", "size", "text_size", "tx"]
 
 
 @asynccontextmanager
@@ -33,6 +34,32 @@ async def seed_user(container: Container, uid: str | None = None) -> str:
         await s.flush()
         s.add(UserConfig(uid=uid, enable_memory=True))
     return uid
+
+
+async def add_tool_call(
+    session: AsyncSession,
+    message_id: int,
+    *,
+    tool_call_id: str,
+    name: str,
+    input: Any,
+    output: str | None = None,
+    status: str = "pending",
+    error: str | None = None,
+) -> int:
+    """A ToolCall row on ``message_id``, as a run's step writes one; its primary key. (A run
+    writes its calls only in its step's one statement, ``yuxi.repositories.runs._step``.)"""
+    values = {
+        "message_id": message_id,
+        "tool_call_id": tool_call_id,
+        "name": name,
+        "input": input,
+        "output": output,
+        "status": status,
+        "error": error,
+    }
+    inserted = await session.execute(insert(ToolCall).values(**values).returning(ToolCall.id))
+    return int(inserted.scalar_one())
 
 
 def size(obj: Any) -> int:

@@ -67,7 +67,7 @@ class _Outcome:
     usage: RunUsage = field(default_factory=RunUsage)
     started: float = field(default_factory=time.perf_counter)
     tokens: int = 0
-    #: Records of the step that ended the run's output, for the finishing transaction.
+    #: Records of the step that ended the run's output, for the finishing statement.
     held: list[StreamEvent] = field(default_factory=list)
 
 
@@ -190,7 +190,7 @@ class RunExecutor:
         return "completed"
 
     async def _start(self, claimed: ClaimedRun, assembled: AssembledGraph) -> str | None:
-        """The run's start, one transaction: its ``running`` event, the memory snapshot it sees
+        """The run's start, one fenced statement: its ``running`` event, the memory snapshot it sees
         and, for a chat run, the tool calls an earlier run left open (it was cancelled, failed
         or lost its lease between a call and its result) closed in the thread's records. How
         the run before ended, when it did not complete (None: it completed, no run did, or this
@@ -206,12 +206,12 @@ class RunExecutor:
     async def _step(
         self, claimed: ClaimedRun, records: list[StreamEvent], outcome: _Outcome
     ) -> None:
-        """Record what one step of the graph produced, in one fenced transaction.
+        """Record what one step of the graph produced, in one fenced statement.
 
         A step that ends the run's output (the reply, an interruption) is held instead and
-        recorded in the transaction that finishes the run (:meth:`_finish`), a moment later:
+        recorded in the statement that finishes the run (:meth:`_finish`), a moment later:
         the graph only runs its closing hooks after it. Should another step follow after all,
-        the held records go first in its transaction, in order."""
+        the held records go first in its statement, in order."""
         for record in records:
             self._note(record, outcome)
         records = [*outcome.held, *records]
@@ -221,13 +221,9 @@ class RunExecutor:
         if isinstance(records[-1], AssistantReplied | InterruptRequested):
             outcome.held = records
             return
-        if len(records) == 1 and isinstance(text := records[0], TokenText):
-            # Streamed text alone (most steps that record anything): one fenced statement.
-            await self._services.runs.record_event(claimed.identity, "token", {"text": text.text})
-            return
         async with self._services.runs.recording(claimed.identity) as run_record:
             for record in records:
-                await _write(run_record, record)
+                _write(run_record, record)
 
     async def _finish(
         self,
@@ -239,21 +235,12 @@ class RunExecutor:
         error_code: str | None = None,
         error_message: str | None = None,
     ) -> None:
-        """The held records (if any) and the run's end, in one fenced transaction."""
+        """The held records (if any) and the run's end, in one fenced statement."""
         held, outcome.held = outcome.held, []
-        if not held:
-            await self._services.runs.finish(
-                claimed.identity,
-                status,
-                output=output,
-                error_code=error_code,
-                error_message=error_message,
-            )
-            return
         async with self._services.runs.recording(claimed.identity) as run_record:
             for record in held:
-                await _write(run_record, record)
-            await run_record.finish(
+                _write(run_record, record)
+            run_record.finish(
                 status, output=output, error_code=error_code, error_message=error_message
             )
 
@@ -285,15 +272,15 @@ def _with_closures(
     return {"messages": [*closures, *graph_input["messages"]]}
 
 
-async def _write(run_record: RunRecord, event: StreamEvent) -> None:
+def _write(run_record: RunRecord, event: StreamEvent) -> None:
     match event:
         case TokenText(text=text):
-            await run_record.event("token", {"text": text})
+            run_record.event("token", {"text": text})
         case ToolCallsProposed(content=content, calls=calls):
-            await run_record.tool_calls(content, calls)
+            run_record.tool_calls(content, calls)
         case ToolFinished(outcome=tool):
-            await run_record.tool_result(tool)
+            run_record.tool_result(tool)
         case AssistantReplied(content=content):
-            await run_record.reply(content)
+            run_record.reply(content)
         case InterruptRequested(request=request):
-            await run_record.event("interrupt", {"request": request})
+            run_record.event("interrupt", {"request": request})

@@ -51,6 +51,7 @@ from yuxi.repositories.memory import MemoryGate
 from yuxi.repositories.memory.version_repository import MemoryVersionRepository
 from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
 from yuxi.repositories.runs.run_event_repository import RunEventRepository
+from yuxi.repositories.runs.step_repository import RunStepRepository
 from yuxi.repositories.runs.tool_call_repository import ToolCallRepository
 from yuxi.repositories.thread_repository import ThreadRepository
 from yuxi.repositories.token_repository import TokenRepository
@@ -119,6 +120,10 @@ class UnitOfWork:
     @cached_property
     def events(self) -> RunEventRepository:
         return RunEventRepository(self._open())
+
+    @cached_property
+    def steps(self) -> RunStepRepository:
+        return RunStepRepository(self._open())
 
     @cached_property
     def tool_calls(self) -> ToolCallRepository:

@@ -12,7 +12,7 @@ time, so callers keep lease transactions short.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from sqlalchemy import (
     Row,
@@ -32,10 +32,7 @@ from yuxi.repositories.notify import notify
 from yuxi.repositories.runs import _lease as lease
 from yuxi.repositories.runs._creation import RunCreation
 from yuxi.repositories.runs._lease import new_worker_id, owned_live_lease
-from yuxi.repositories.runs._submission import (
-    PREVIOUS_RUN,
-    run_of,
-)
+from yuxi.repositories.runs._submission import run_of
 from yuxi.vocabulary import (
     LEASE_EXPIRED,
     PARENT_RUN_ENDED,
@@ -61,40 +58,6 @@ _LOCK_LIVE_LEASE = PrebuiltStatement(
     )
     .with_for_update(read=True)
 )
-#: A run's end (:meth:`AgentRunRepository.finish`) and its memory snapshot, built once on the
-#: table and run prebuilt. (Parameter names differ from the columns': SQLAlchemy keeps those
-#: for its own SET values.)
-_FINISH = PrebuiltStatement(
-    update(_TABLE)
-    .where(owned_live_lease(bindparam("b_run", type_=String), bindparam("b_worker", type_=String)))
-    .values(
-        status=bindparam("b_status", type_=_RUNS.status.type),
-        finished_at=func.now(),
-        error_code=bindparam("b_error_code", type_=_RUNS.error_code.type),
-        error_message=bindparam("b_error_message", type_=_RUNS.error_message.type),
-        output=bindparam("b_output", type_=_RUNS.output.type),
-        lease_expires_at=None,
-    )
-    .returning(_RUNS.id)
-)
-_RECORD_SNAPSHOT = PrebuiltStatement(
-    update(_TABLE)
-    .where(_RUNS.id == bindparam("b_run", type_=String))
-    .values(
-        memory_snapshot_sha256=bindparam("b_sha256", type_=_RUNS.memory_snapshot_sha256.type),
-        memory_snapshot_bytes=bindparam("b_size", type_=_RUNS.memory_snapshot_bytes.type),
-    )
-)
-
-
-class PreviousRun(NamedTuple):
-    """How a thread's previous run ended, and whether the thread has tool calls still open."""
-
-    status: str
-    error_code: str | None
-    open_calls: bool
-
-
 #: A run by its owner, whole, for a request that only reads it (its status, its events'
 #: stream's 404): built once and run prebuilt.
 _READ_OWNED = PrebuiltStatement(
@@ -183,29 +146,6 @@ class AgentRunRepository(RunCreation):
         params = {"run_id": run_id, "worker_id": worker_id}
         return await _LOCK_LIVE_LEASE.first(self.session, params) is not None
 
-    async def finish(
-        self,
-        run_id: str,
-        worker_id: str,
-        *,
-        status: str,
-        error_code: str | None = None,
-        error_message: str | None = None,
-        output: dict[str, Any] | None = None,
-    ) -> bool:
-        """Move an owned, unexpired, running run to a terminal status. False = not the owner."""
-        if status not in SETTLED_RUN_STATUSES:
-            raise ValueError(f"not a terminal status: {status}")
-        params = {
-            "b_run": run_id,
-            "b_worker": worker_id,
-            "b_status": status,
-            "b_error_code": error_code,
-            "b_error_message": error_message,
-            "b_output": output,
-        }
-        return await _FINISH.first(self.session, params) is not None
-
     async def reconcile_expired(self, *, limit: int = 100) -> list[str]:
         """Fail every running run whose lease ran out (by the database clock), then every
         SubAgent run orphaned by a parent that is over."""
@@ -242,15 +182,6 @@ class AgentRunRepository(RunCreation):
         )
         return (await self.session.execute(stmt)).scalar_one_or_none() is not None
 
-    async def previous_top_level_run(
-        self, uid: str, thread_id: str, run_id: str
-    ) -> PreviousRun | None:
-        """How the newest chat/resume run of ``uid``'s thread other than ``run_id`` ended, and
-        whether the thread has tool calls still open, in one statement (None: no such run)."""
-        params = {"uid": uid, "thread_id": thread_id, "run_id": run_id}
-        row = await PREVIOUS_RUN.first(self.session, params)
-        return None if row is None else PreviousRun(row.status, row.error_code, row.open_calls)
-
     async def request_cancel(self, uid: str, run_id: str) -> bool:
         stmt = (
             update(AgentRun)
@@ -265,10 +196,6 @@ class AgentRunRepository(RunCreation):
         if requested := (await self.session.execute(stmt)).scalar_one_or_none() is not None:
             await self.session.execute(notify(RUN_CANCEL, run_id))  # its worker beats at once
         return requested
-
-    async def record_memory_snapshot(self, run_id: str, *, sha256: str, size: int) -> None:
-        params = {"b_run": run_id, "b_sha256": sha256, "b_size": size}
-        await _RECORD_SNAPSHOT.execute(self.session, params)
 
     # -- the memory write gate ----------------------------------------------------------------
 

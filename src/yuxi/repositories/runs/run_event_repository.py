@@ -1,9 +1,8 @@
 """Ordered run events (status, model chunks, tool start/end) for live following and replay.
 
-Appends by a worker are fenced by its lease: an event is only written while the appending worker
-still owns a live lease on the run, so a worker that lost its lease cannot add to the record.
-The fence is :func:`~yuxi.repositories.runs.agent_run_repository.owned_live_lease`, the one
-definition of a live lease, inside the same ``INSERT … SELECT … WHERE EXISTS`` statement.
+A worker's events are written with the rest of its step, fenced by its lease, in the step's
+one statement (:mod:`._step`): a worker that lost its lease cannot add to the record. The
+appends here are the service's own, unfenced (a run created, reconciled, a SubAgent's run).
 """
 
 from __future__ import annotations
@@ -18,10 +17,8 @@ from sqlalchemy import (
     String,
     Table,
     bindparam,
-    column,
     func,
     insert,
-    literal,
     literal_column,
     select,
     true,
@@ -33,15 +30,14 @@ from yuxi.db.models import AgentRun, ApiToken, RunEvent
 from yuxi.db.notifications import RUN_EVENTS
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.repositories.notify import notify_value
-from yuxi.repositories.runs._lease import owned_live_lease
 from yuxi.repositories.token_repository import token_is_valid
 
 
-def append_insert(*, fenced: bool = False, only_if: ColumnElement[bool] | None = None) -> Insert:
-    """``INSERT INTO run_events … SELECT <next seq> [WHERE EXISTS (fence)] [AND only_if]
-    RETURNING seq, pg_notify(…)``, with the run, type and data (and the worker, when fenced) as
-    parameters. ``only_if``: a condition the append also needs (a statement that appends the
-    event only when another of its steps wrote a row)."""
+def append_insert(*, only_if: ColumnElement[bool] | None = None) -> Insert:
+    """``INSERT INTO run_events … SELECT <next seq> [WHERE only_if] RETURNING seq,
+    pg_notify(…)``, with the run, type and data as parameters. ``only_if``: a condition the
+    append also needs (a statement that appends the event only when another of its steps wrote
+    a row)."""
     run_id = bindparam("run_id", type_=String)
     next_seq = (
         select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
@@ -54,13 +50,6 @@ def append_insert(*, fenced: bool = False, only_if: ColumnElement[bool] | None =
         bindparam("event_type", type_=String),
         bindparam("data", type_=JSONB),
     )
-    if fenced:
-        # The fence holds the run's row FOR SHARE, as the record fence does: a lease change
-        # (reconcile, another claim) waits for this append, and one that committed first is
-        # seen (the row is checked again once its lock is granted) — never an event after the
-        # run's end.
-        fence = owned_live_lease(run_id, bindparam("worker_id", type_=String))
-        row = row.where(select(literal(1)).where(fence).with_for_update(read=True).exists())
     if only_if is not None:
         row = row.where(only_if)
     # The listeners (event streams, waiting requests) hear of the event when it commits. On the
@@ -74,56 +63,8 @@ def append_insert(*, fenced: bool = False, only_if: ColumnElement[bool] | None =
     )
 
 
-def _append_statement(*, fenced: bool) -> PrebuiltStatement:
-    """:func:`append_insert`, built once and run prebuilt (:mod:`yuxi.db.prebuilt`), as every
-    event of a run is one."""
-    return PrebuiltStatement(append_insert(fenced=fenced))
-
-
-_APPEND = _append_statement(fenced=False)
-_APPEND_AS_OWNER = _append_statement(fenced=True)
-
-
-def _append_all_statement() -> PrebuiltStatement:
-    """Several events of one run in one statement, in order, their seqs following the run's
-    last (the events as one JSON array of ``{"type", "data"}``: one parameter however many)::
-
-        INSERT INTO run_events (run_id, seq, event_type, data)
-        SELECT :run_id, (SELECT coalesce(max(seq), 0) …) + e.ordinality,
-               e.value ->> 'type', e.value -> 'data'
-        FROM jsonb_array_elements(:events) WITH ORDINALITY AS e(value, ordinality)
-        RETURNING seq, pg_notify(…, run_id)
-
-    The last seq is read once, in the statement's snapshot (its own rows are not in it), so the
-    n-th event gets last + n: the seqs one append per event would have given. Unfenced, like
-    :data:`_APPEND`: the caller's transaction holds the fence (``RunService.recording``)."""
-    run_id = bindparam("run_id", type_=String)
-    last_seq = (
-        select(func.coalesce(func.max(RunEvent.seq), 0))
-        .where(RunEvent.run_id == run_id)
-        .scalar_subquery()
-    )
-    elements = (
-        func.jsonb_array_elements(bindparam("events", type_=JSONB))
-        .table_valued(column("value", JSONB), with_ordinality="ordinality")
-        .render_derived(name="e")
-    )
-    value = elements.c.value
-    row = select(
-        run_id,
-        last_seq + elements.c.ordinality,
-        value.op("->>", return_type=String)("type"),
-        value.op("->", return_type=JSONB)("data"),
-    ).select_from(elements)
-    table = cast(Table, RunEvent.__table__)
-    return PrebuiltStatement(
-        insert(table)
-        .from_select(["run_id", "seq", "event_type", "data"], row)
-        .returning(table.c.seq, notify_value(RUN_EVENTS, table.c.run_id))
-    )
-
-
-_APPEND_ALL = _append_all_statement()
+#: :func:`append_insert`, built once and run prebuilt (:mod:`yuxi.db.prebuilt`).
+_APPEND = PrebuiltStatement(append_insert())
 
 
 class StreamedEvent(NamedTuple):
@@ -194,31 +135,10 @@ class RunEventRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def append_as_owner(
-        self, run_id: str, worker_id: str, event_type: str, data: dict[str, Any]
-    ) -> int | None:
-        """Append while ``worker_id`` holds a live lease. None = the lease is gone."""
-        params = {"run_id": run_id, "worker_id": worker_id, "event_type": event_type, "data": data}
-        row = await _APPEND_AS_OWNER.first(self.session, params)
-        return None if row is None else int(row.seq)
-
     async def append(self, run_id: str, event_type: str, data: dict[str, Any]) -> int:
         """Unfenced append, for the service itself (run created, reconciled, SubAgent runs)."""
         params = {"run_id": run_id, "event_type": event_type, "data": data}
         return int((await _APPEND.one(self.session, params)).seq)
-
-    async def append_all(
-        self, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]
-    ) -> list[int]:
-        """Unfenced append of ``events`` (type, data) in order, in one statement; their seqs.
-        The same rows, seqs and notification as one :meth:`append` each."""
-        if not events:
-            return []
-        params = {
-            "run_id": run_id,
-            "events": [{"type": event_type, "data": data} for event_type, data in events],
-        }
-        return sorted(int(row.seq) for row in await _APPEND_ALL.all(self.session, params))
 
     async def owned_page(
         self, uid: str, run_id: str, after_seq: int, limit: int, *, token_hash: str | None = None

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from yuxi.errors import UnauthorizedRun
 from yuxi.identity import RunIdentity
 from yuxi.observability.metrics import Metrics
+from yuxi.repositories.runs.step_repository import StepResult
 from yuxi.services.runs._recording import RunRecord
 from yuxi.services.runs._records import (
     ClaimedRun,
@@ -30,6 +31,7 @@ from yuxi.services.runs._records import (
     ReconciledRun,
     ToolOutcome,
     claimed_run,
+    not_completed,
 )
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.vocabulary import LEASE_EXPIRED, PARENT_RUN_ENDED
@@ -131,15 +133,30 @@ class RunService:
 
     @asynccontextmanager
     async def recording(self, identity: RunIdentity) -> AsyncIterator[RunRecord]:
-        """One fenced transaction of the run's record (``_recording``): the writes made
-        through the :class:`RunRecord` commit together when the block ends, while the worker
-        owns a live lease, or :class:`LeaseLost` and none of them. Its events are appended
-        together as the block ends, before the commit (a block that fails appends none)."""
+        """One step of the run's record (``_recording``): what the block records through the
+        :class:`RunRecord` is written as it ends, in one statement fenced by the worker's live
+        lease — all of it, or :class:`LeaseLost` and none (the lease is lost, or the run's
+        thread is gone). A block that fails writes nothing."""
+        record = RunRecord()
+        yield record
+        await self._write(identity, record)
+
+    async def _write(self, identity: RunIdentity, record: RunRecord) -> StepResult:
+        """``record``'s writes in one statement, sent outside a transaction block
+        (``one_statement``: no ``BEGIN``, no ``COMMIT``; one statement is atomic by itself)."""
         token = _lease_token(identity)
-        async with self._fenced(identity) as uow:
-            record = RunRecord(uow, identity, token)
-            yield record
-            await record.flush()
+        writes = record.writes
+        async with self._uow.one_statement() as uow:
+            result = await uow.steps.record(
+                identity.run_id, token, identity.uid, identity.thread_id, writes
+            )
+        if not result.fenced:
+            raise LeaseLost(identity.run_id)
+        if not result.threaded:
+            raise LeaseLost(f"thread of run {identity.run_id} is gone")
+        if writes.end is not None and not result.ended:
+            raise LeaseLost(identity.run_id)
+        return result
 
     @asynccontextmanager
     async def holding_lease(self, identity: RunIdentity) -> AsyncIterator[None]:
@@ -172,45 +189,54 @@ class RunService:
         snapshot: tuple[str, int] | None,
         close_open_calls: bool,
     ) -> str | None:
-        """A run starts, in one fenced transaction: its ``running`` event, the memory snapshot
-        it will see (sha256 and size; None: memory off) and, for a chat run, the thread's tool
-        calls an earlier run left open closed. Returns how the run before ended when it did not
-        complete (None: it completed, or none did)."""
-        async with self.recording(identity) as record:
-            await record.event("run_status", {"status": "running", "attempt": attempt})
-            if snapshot is not None:
-                await record.memory_snapshot(*snapshot)
-            return await record.close_open_tool_calls() if close_open_calls else None
+        """A run starts, in one fenced statement: its ``running`` event, the memory snapshot
+        it will see (sha256 and size; None: memory off) and, for a chat run, how the thread's
+        previous run ended. Returns how that run ended when it did not complete (None: it
+        completed, or none did). Tool calls an earlier run left open (it was cancelled, failed
+        or lost its lease between a call and its result) are closed then, in a second fenced
+        statement: the close needs the answer the first one reads, and is rare."""
+        start = RunRecord()
+        start.event("run_status", {"status": "running", "attempt": attempt})
+        if snapshot is not None:
+            start.memory_snapshot(*snapshot)
+        if close_open_calls:
+            start.read_previous_run()
+        previous = (await self._write(identity, start)).previous
+        if previous is None:
+            return None
+        why = not_completed(previous.status, previous.error_code)
+        if previous.open_calls:  # read with the previous run: no statement when none is open
+            closing = RunRecord()
+            closing.close_open_tool_calls(why)
+            await self._write(identity, closing)
+        # A completed run's graph answered every call it made: nothing of it is left to close,
+        # in the records or in the checkpoint.
+        return None if previous.status == "completed" else why
 
     async def record_event(
         self, identity: RunIdentity, event_type: str, data: dict[str, Any]
     ) -> None:
-        """One event alone (a step that streamed text, say): one statement, fenced in itself
-        (the run's row held ``FOR SHARE`` by the statement, as :meth:`recording` holds it),
-        sent outside a transaction block — no ``BEGIN``, no lease read, no ``COMMIT``."""
-        token = _lease_token(identity)
-        async with self._uow.one_statement() as uow:
-            seq = await uow.events.append_as_owner(identity.run_id, token, event_type, data)
-        if seq is None:
-            raise LeaseLost(identity.run_id)
+        """One event alone (a step that streamed text, say): one fenced statement."""
+        async with self.recording(identity) as record:
+            record.event(event_type, data)
 
     async def record_tool_calls(
         self, identity: RunIdentity, content: str, calls: Sequence[ProposedToolCall]
     ) -> None:
         async with self.recording(identity) as record:
-            await record.tool_calls(content, calls)
+            record.tool_calls(content, calls)
 
     async def record_tool_result(self, identity: RunIdentity, outcome: ToolOutcome) -> None:
         async with self.recording(identity) as record:
-            await record.tool_result(outcome)
+            record.tool_result(outcome)
 
     async def record_reply(self, identity: RunIdentity, content: str) -> None:
         async with self.recording(identity) as record:
-            await record.reply(content)
+            record.reply(content)
 
     async def record_memory_snapshot(self, identity: RunIdentity, sha256: str, size: int) -> None:
         async with self.recording(identity) as record:
-            await record.memory_snapshot(sha256, size)
+            record.memory_snapshot(sha256, size)
 
     async def finish(
         self,
@@ -222,18 +248,9 @@ class RunService:
         error_message: str | None = None,
     ) -> None:
         """Record the final status event and finish — atomically, and only as the owner: one
-        fenced transaction of the run's record with nothing but its end
-        (:meth:`RunRecord.finish`)."""
+        fenced step of the run's record with nothing but its end (:meth:`RunRecord.finish`)."""
         async with self.recording(identity) as record:
-            await record.finish(
-                status, output=output, error_code=error_code, error_message=error_message
-            )
-
-    async def close_open_tool_calls(self, identity: RunIdentity) -> str | None:
-        """At the start of a chat run: close the thread's tool calls an earlier run left open
-        (cancelled, failed, lease lost, crashed) and say how that run ended (None: no run did)."""
-        async with self.recording(identity) as record:
-            return await record.close_open_tool_calls()
+            record.finish(status, output=output, error_code=error_code, error_message=error_message)
 
     # -- resume and SubAgents -----------------------------------------------------------------
 
