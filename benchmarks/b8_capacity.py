@@ -83,13 +83,13 @@ CONFIGS: dict[str, Config] = {
         max_users=100,
     ),
     # (c) a process per core; four processes' pools sized to fit the embedded server's
-    # max_connections (100): up to 2 × pool + 8 (checkpointer) + 1 (listener) each
+    # max_connections (100): up to pool + 8 (checkpointer) + 1 (listener) each
     "split": Config(
-        "2 × `yuxi serve` (YUXI_WORKERS=0) + 2 × `yuxi worker`, YUXI_DB_POOL_SIZE=6",
+        "2 × `yuxi serve` (YUXI_WORKERS=0) + 2 × `yuxi worker`, YUXI_DB_POOL_SIZE=12",
         apis=2,
-        serve_env={"YUXI_WORKERS": "0", "YUXI_DB_POOL_SIZE": "6"},
+        serve_env={"YUXI_WORKERS": "0", "YUXI_DB_POOL_SIZE": "12"},
         workers=2,
-        worker_env={"YUXI_DB_POOL_SIZE": "6"},
+        worker_env={"YUXI_DB_POOL_SIZE": "12"},
     ),
 }
 

@@ -75,7 +75,9 @@ class Settings(BaseSettings):
     #: container listening on 0.0.0.0): login links are printed with it. Scheme and host
     #: (and port) only: the UI calls ``/api/v1`` at the root, so a path prefix cannot work.
     public_url: str | None = None
-    db_pool_size: int = Field(default=10, ge=1, le=200)
+    #: The most database connections one process's application pool opens (the checkpointer
+    #: and the listener have their own); each is kept once opened (``yuxi.db.engine``).
+    db_pool_size: int = Field(default=20, ge=1, le=200)
     #: Memory writes (``remember_memory`` results that changed the file) one run may make.
     memory_writes_per_run: int = Field(default=MEMORY_WRITES_PER_RUN, ge=0, le=1000)
     #: UTF-8 bytes of added memory text one run may write.

@@ -50,7 +50,7 @@ async def main(spec: dict[str, object]) -> None:
     settings = Settings(
         database_url=str(spec["database_url"]),
         data_dir=Path(str(spec["data_dir"])),
-        db_pool_size=2,
+        db_pool_size=4,
         **LARGEST_MEMORY_QUOTA,
     )
     container = await bootstrap(settings)

@@ -257,7 +257,7 @@ async def test_server_stopped_during_writes_then_restarted() -> None:
         await asyncio.to_thread(upgrade_sync, url)
         container = await bootstrap(
             Settings(
-                database_url=url, data_dir=base / "data", db_pool_size=4, **LARGEST_MEMORY_QUOTA
+                database_url=url, data_dir=base / "data", db_pool_size=8, **LARGEST_MEMORY_QUOTA
             )
         )
         uid = await make_user(container, name="r2b")
