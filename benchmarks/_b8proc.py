@@ -103,14 +103,17 @@ def model_server(port: int, delay: float, log: Path) -> Proc:
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, user+system CPU seconds) of ``pid`` from /proc, None when it is gone."""
+def _stat(pid: int) -> tuple[int, float, float] | None:
+    """(parent pid, user+system CPU seconds, the same of its children that ended and were
+    waited for) of ``pid`` from /proc, None when it is gone."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) "
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+    own = (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+    ended = (int(fields[13]) + int(fields[14])) / _TICK  # cutime, cstime
+    return int(fields[1]), own, ended
 
 
 def _cpu(pid: int) -> float | None:
@@ -118,14 +121,26 @@ def _cpu(pid: int) -> float | None:
     return None if stat is None else stat[1]
 
 
+#: The key of a tree's ended children in :func:`_tree_cpu` (no process has pid 0).
+_ENDED = 0
+
+
 def _tree_cpu(pid: int) -> dict[int, float]:
-    """CPU seconds of ``pid`` and each of its children (one level: a postmaster's backends)."""
+    """CPU seconds of ``pid``, of each of its live children (one level: a postmaster's
+    backends) and, under :data:`_ENDED`, of its children that ended (the kernel adds a child's
+    CPU to its parent's ``cutime``/``cstime`` when the parent waits for it, as a postmaster
+    does for every backend)."""
     out: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         stat = _stat(int(entry.name))
-        if stat is not None and (int(entry.name) == pid or stat[0] == pid):
+        if stat is None:
+            continue
+        if int(entry.name) == pid:
+            out[pid] = stat[1]
+            out[_ENDED] = stat[2]
+        elif stat[0] == pid:
             out[int(entry.name)] = stat[1]
     return out
 
@@ -143,8 +158,11 @@ def _machine() -> tuple[float, float]:
 @dataclass
 class CpuSampler:
     """CPU seconds per role between :meth:`begin` and :meth:`end`: the bench's processes by
-    pid, the database server as its postmaster's whole tree (backends come and go: one that
-    started in the window counts from zero, one that ended in it is not counted)."""
+    pid, the database server as its postmaster's whole tree — its backends come and go: one
+    that started in the window counts from zero, one that ended in it counts through its
+    parent's total of ended children. (Before the ninth stop of issue 35 an ended backend was
+    not counted: a pool that closed and opened connections under load looked cheaper on the
+    database's side than it was.)"""
 
     roles: dict[str, list[int]] = field(default_factory=dict)
     tree_roles: dict[str, int] = field(default_factory=dict)
@@ -177,7 +195,12 @@ class CpuSampler:
         out: dict[str, float] = {}
         for role, now in after.items():
             before = self._before.get(role, {})
-            spent = sum(v - before.get(pid, 0.0) for pid, v in now.items())
+            if role in self.tree_roles:
+                # Live and ended alike: a backend that ended is in the total of ended
+                # children, its whole life long; what it had spent by the start is taken off.
+                spent = sum(now.values()) - sum(before.values())
+            else:
+                spent = sum(v - before.get(pid, 0.0) for pid, v in now.items())
             out[role] = round(100.0 * spent / window, 1)
         total, idle = _machine()
         if self._sys0 is not None and total > self._sys0[0]:

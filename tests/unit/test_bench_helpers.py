@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 import random
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+from benchmarks._b8proc import CpuSampler
 from benchmarks.b4_history import parse_scale
 from benchmarks.datagen import CJK_WORDS, EN_WORDS, TERMS, message_text
 from benchmarks.fixtures import count_entries, durable_publish, naive_append, realistic_memory
@@ -113,3 +117,41 @@ def test_parse_scale() -> None:
     assert parse_scale("2000,500") == (500, 2000)
     with pytest.raises(ValueError):
         parse_scale("10")
+
+
+def test_a_process_trees_cpu_counts_children_that_ended_in_the_window() -> None:
+    """B8's database CPU is its postmaster's tree: a backend that ends in the window (a pool
+    closing a connection) still counts, through its parent's total of ended children."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys, time\ntime.sleep(0.5)\n"
+            f"subprocess.run([sys.executable, '-c', {burn!r}])\ntime.sleep(5)",
+        ]
+    )
+    try:
+        sampler = CpuSampler(tree_roles={"tree": parent.pid})
+        started = time.perf_counter()
+        sampler.begin()
+        spent, ended = 0.0, False
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (ended and spent >= 0.25):
+            time.sleep(0.1)
+            spent = sampler.end()["tree"] / 100 * (time.perf_counter() - started)
+            ended = spent > 0.1 and not _children(parent.pid)  # burnt, ended, waited for
+        assert ended and spent >= 0.25, (ended, spent)
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+def _children(pid: int) -> list[str]:
+    return [
+        entry.name
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and (entry / "stat").exists()
+        and (entry / "stat").read_text().rsplit(")", 1)[-1].split()[1] == str(pid)
+    ]
