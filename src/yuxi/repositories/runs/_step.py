@@ -81,8 +81,11 @@ _THREADS = cast(Table, Conversation.__table__)
 _MESSAGES = cast(Table, Message.__table__)
 _CALLS = cast(Table, ToolCall.__table__)
 _EVENTS = cast(Table, RunEvent.__table__)
-#: The sequence a message's id comes from (the ``BIGSERIAL`` of ``messages.id``).
-_MESSAGE_IDS: ColumnElement[Any] = literal_column("'messages_id_seq'::regclass")
+#: The sequence a message's id comes from: the one ``messages.id`` owns (its ``BIGSERIAL``),
+#: found by the column, not by a name.
+_MESSAGE_IDS: ColumnElement[Any] = func.pg_get_serial_sequence(
+    literal_column("'messages'"), literal_column("'id'")
+)
 
 
 @dataclass(frozen=True)
