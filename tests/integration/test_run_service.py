@@ -440,3 +440,44 @@ async def test_a_step_writes_what_its_records_would_have_written_one_by_one(
         "role": "assistant",
         "content": "第一 qzxorder",
     }
+
+
+async def test_a_thread_taken_away_while_its_step_waits_fails_the_whole_step(
+    container: Container,
+) -> None:
+    """A step whose thread changes hands while the step's statement waits for the thread's row
+    (the change not committed yet) sees the change once it commits — the statement checks the
+    thread again on the row it finally locks — and writes nothing: no message, no tool call,
+    no event, not the run's end (every write of the statement needs the thread)."""
+    runs = container.services.runs
+    me = (await _claimed(container)).identity
+    other = await make_user(container, name="qzxother")
+    events = await _rows(
+        container, "SELECT count(*) FROM run_events WHERE run_id = :r", r=me.run_id
+    )
+    async with container.session_factory() as takeover:
+        await takeover.execute(
+            text("UPDATE conversations SET uid = :o WHERE thread_id = :t"),
+            {"o": other, "t": me.thread_id},
+        )
+
+        async def step() -> None:
+            async with runs.recording(me) as record:
+                record.tool_calls("", [ProposedToolCall("qzxmid-call", "read_workspace_file", {})])
+                record.reply("qzxmid reply")
+                record.finish("completed", output={"reply": "qzxmid"})
+
+        waiting = asyncio.create_task(step())
+        await asyncio.sleep(0.3)
+        assert not waiting.done()  # waiting for the thread's row
+        await takeover.commit()
+    with pytest.raises(LeaseLost, match="thread"):
+        await waiting
+    assert await _rows(container, "SELECT 1 FROM messages WHERE content LIKE 'qzxmid%'") == []
+    assert await _rows(container, "SELECT 1 FROM tool_calls") == []
+    assert (
+        await _rows(container, "SELECT count(*) FROM run_events WHERE run_id = :r", r=me.run_id)
+        == events
+    )
+    status = await _rows(container, "SELECT status FROM agent_runs WHERE id = :r", r=me.run_id)
+    assert status == [("running",)]
