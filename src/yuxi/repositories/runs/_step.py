@@ -30,15 +30,23 @@ shape, built on first use). The rules it keeps, each as the transaction kept it:
   waits for the statement, and one committed first is seen: nothing is written.
 * **A thread gone fails the whole step.** Its messages need the thread's row (``touched``);
   every other write needs ``touched`` too, through ``go`` — the run's end included. The caller
-  sees ``threaded`` false and nothing was written (the transaction rolled back before).
+  sees ``threaded`` false and nothing was written. A thread that changes hands while the
+  statement waits for its row is checked again on the row it then locks (PostgreSQL re-checks
+  an ``UPDATE``'s condition on the newest version of a row it waited for).
 * **The CTEs share one snapshot** and do not see each other's rows. So a message's id is drawn
   from the sequence first (``ids``), and the tool-call rows and events that name a message
   take its id from there (by its ordinal in ``messages``); a call finished in the step it is
-  proposed in is inserted finished, and one the step closes is inserted closed (the caller
-  folds them: :class:`yuxi.services.runs._recording.RunRecord`); a call the step finishes is
-  kept out of the step's close (``NOT IN finished``: one row is never updated twice).
+  proposed in is inserted finished, and one the step closes is inserted closed (folded before
+  the statement: :meth:`yuxi.repositories.runs.step_repository.StepWrites.parameters`); a call
+  the step finishes is kept out of the step's close (``NOT IN finished``: one row is never
+  updated twice). The snapshot is taken before the statement waits for a lock: what it only
+  reads — the run's last event seq, how the previous run ended — is as of its start. Only the
+  lease's owner appends to a running run's events (reconciliation does once the lease is gone,
+  and then the fence refuses the step), so no wait can hide an event from it.
 * **The lock order is the transaction's**: the run's row (the fence), then the thread's row
-  (``touched``), then the rows the step writes.
+  (``touched``), then the rows the step writes. (Moving the fence to the end, as the issue
+  weighed, would take the thread's row first; keeping it first needs no new deadlock
+  analysis.)
 """
 
 from __future__ import annotations
