@@ -39,7 +39,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from benchmarks import _b8proc as procs
+from benchmarks import b8_processes as procs
 from benchmarks.b8_floor import run_floor
 from benchmarks.env import BenchEnv
 from benchmarks.stats import summarize

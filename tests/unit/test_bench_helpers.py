@@ -1,4 +1,5 @@
-"""Pure helpers of the benchmark suite: percentiles, ratios, schedules, text, file helpers."""
+"""Helpers of the benchmark suite: percentiles, ratios, schedules, text, file helpers, B8's CPU
+sampler."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from benchmarks._b8proc import CpuSampler
 from benchmarks.b4_history import parse_scale
+from benchmarks.b8_processes import CpuSampler
 from benchmarks.datagen import CJK_WORDS, EN_WORDS, TERMS, message_text
 from benchmarks.fixtures import count_entries, durable_publish, naive_append, realistic_memory
 from benchmarks.stats import percentile, ratio, round_order, summarize
