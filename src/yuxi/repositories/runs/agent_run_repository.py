@@ -49,8 +49,10 @@ __all__ = [
 
 _TABLE = cast(Table, AgentRun.__table__)
 _RUNS = _TABLE.c
-#: The record fence (:meth:`AgentRunRepository.lock_live_lease`), built once and run prebuilt
-#: (:mod:`yuxi.db.prebuilt`): a run takes it in every transaction of its record.
+#: The lease fence of a transaction (:meth:`AgentRunRepository.lock_live_lease`), built once and
+#: run prebuilt (:mod:`yuxi.db.prebuilt`): a side effect under the run's lease (an approved file
+#: write) and a SubAgent's start take it. (A step of the run's record holds the same fence in its
+#: own statement: ``yuxi.repositories.runs._step``.)
 _LOCK_LIVE_LEASE = PrebuiltStatement(
     select(_RUNS.id)
     .where(
