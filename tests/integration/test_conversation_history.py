@@ -10,13 +10,12 @@ import uuid
 from typing import Any
 
 import pytest
-from sqlalchemy import update
 
 from tests.support.framing_corpus import cf_chars, forged_tags, insertions
 from tests.support.history import add_tool_call, new_thread, seed_user, size, text_size, tx
 from tests.support.statements import sent_statements
 from yuxi.bootstrap import Container
-from yuxi.db.models import Conversation, Message, ToolCall
+from yuxi.db.models import Conversation, Message
 from yuxi.errors import InvalidArgument, NotFound
 from yuxi.limits import (
     READ_CONTENTS_BYTES,
@@ -437,26 +436,20 @@ async def test_tool_call_budgets(container: Container) -> None:
         repo = ThreadRepository(s)
         conv = await repo.create_conversation(alice)
         await repo.add_message(conv, role="user", content="please run tools")
-        calls = []
         for i in range(12):
             msg = await repo.add_message(
                 conv, role="assistant", content="", message_type="tool_call"
             )
-            call = await add_tool_call(
+            last = i == 11  # the newest, finished
+            await add_tool_call(
                 s,
                 msg.id,
                 tool_call_id=f"call_{i:02d}",
                 name="write_file",
                 input={"path": f"/f{i}", "content": '引"号\n' * 5000},
-                output="输出" * 20000 if i % 2 else None,
-                status="pending",
+                output="done " * 3000 if last else "输出" * 20000 if i % 2 else None,
+                status="success" if last else "pending",
             )
-            calls.append(call)
-        await s.execute(
-            update(ToolCall)
-            .where(ToolCall.id == calls[-1])
-            .values(output="done " * 3000, status="success")
-        )
         await repo.add_message(conv, role="assistant", content="finished")
     view = await read(container, alice, conv.thread_id, include_tools=True)
     items = view["tool_calls"]

@@ -87,9 +87,9 @@ def create_engine(url: str, *, pool_size: int = 20) -> AsyncEngine:
         # At most ``pool_size`` connections, each kept once opened: no overflow. An overflow
         # connection is closed as it comes back while the pool is full, so a busy process
         # opened and closed connections all the time, each paying a new backend's start on
-        # both sides and starting again without prepared statements (measured in B8 at 100
-        # users: docs/performance.md, issue 35's ninth stop). A checkout past the limit waits
-        # for a connection to come back.
+        # both sides and starting again without prepared statements (docs/performance.md,
+        # issue 35's ninth stop). A checkout past the limit waits for a connection to come
+        # back.
         pool_size=pool_size,
         max_overflow=0,
         # SQL parameters (memory text, messages) never reach an error message or a log line

@@ -19,7 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from yuxi.repositories.runs._step import StepShape, step_statement
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
-__all__ = ["PreviousRun", "RunStepRepository", "StepResult", "StepWrites"]
+__all__ = [
+    "PreviousRun",
+    "RunStepRepository",
+    "StepResult",
+    "StepShape",
+    "StepWrites",
+    "step_statement",
+]
 
 
 class PreviousRun(NamedTuple):
@@ -86,7 +93,6 @@ class StepWrites:
     def finish_call(self, tool_call_id: str, status: str, output: str, error: str | None) -> None:
         """The newest row of ``tool_call_id`` in the thread finished (even one an earlier run
         proposed)."""
-        self.finished.pop(tool_call_id, None)
         self.finished[tool_call_id] = {
             "tool_call_id": tool_call_id,
             "status": status,
