@@ -6,16 +6,24 @@ next look earlier."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import text
+from starlette.requests import Request
 
 from tests.support.factories import make_user
+from tests.support.statements import counting
 from tests.support.waiting import until
+from yuxi.api.app import create_app
 from yuxi.api.live import LiveStreams
+from yuxi.api.routes_runs import run_events
 from yuxi.bootstrap import Container, open_notifications
+from yuxi.db.notifications import RUN_EVENTS
+from yuxi.errors import NotFound, Unauthorized
 from yuxi.repositories.token_repository import hash_credential
 
 pytestmark = pytest.mark.pg
@@ -96,3 +104,90 @@ async def test_opening_a_stream_sweeps_nothing_and_an_earlier_expiry_moves_the_n
                     assert len(sweeps) == 1
         finally:
             await live.aclose()
+
+
+async def test_a_stream_opens_on_its_token_alone_and_a_bad_token_is_refused_first(
+    container: Container,
+) -> None:
+    """``ChatService.open_stream``: the token names the user; that user's run is read with its
+    first page and the token's standing, in one statement. A token that authenticates nobody
+    is Unauthorized whether or not the run exists (a caller without a valid token learns
+    nothing of runs); a valid token of another user is NotFound."""
+    users, chat = container.services.users, container.services.chat
+    owner = await users.create_user("ria")
+    other = await users.create_user("sol")
+    run_id = await _pending_run(container, owner.uid)
+    expiring = (await users.create_token(owner.uid, label="b", expires_in_days=1)).token
+
+    with counting(container.engine) as seen:
+        uid, page = await chat.open_stream(owner.token, run_id, 0)
+    assert uid == owner.uid and [e.event_type for e in page.events] == ["run_status"]
+    assert page.token_left is not None and math.isinf(page.token_left) and not page.settled
+    assert (len(seen.statements), seen.round_trips) == (1, 1), seen.statements
+    _, day = await chat.open_stream(expiring, run_id, 0)
+    assert day.token_left is not None and 86_000 < day.token_left <= 86_400
+    _, later = await chat.open_stream(owner.token, run_id, 1)
+    assert later.events == []
+
+    with pytest.raises(NotFound):
+        await chat.open_stream(other.token, run_id, 0)
+    with pytest.raises(NotFound):
+        await chat.open_stream(owner.token, "no-such-run", 0)
+    for bad in ("yx_unknown", "", "é" * 3, "x" * 257):
+        for run in (run_id, "no-such-run"):
+            with pytest.raises(Unauthorized):
+                await chat.open_stream(bad, run, 0)
+    async with container.session_factory() as s, s.begin():
+        await s.execute(
+            text(
+                "UPDATE api_tokens SET expires_at = now() - interval '1 second' "
+                "WHERE token_hash = :h"
+            ),
+            {"h": hash_credential(expiring)},
+        )
+    with pytest.raises(Unauthorized):
+        await chat.open_stream(expiring, run_id, 0)
+    assert await users.revoke_tokens(owner.uid)
+    with pytest.raises(Unauthorized):
+        await chat.open_stream(owner.token, run_id, 0)
+
+
+async def test_a_stream_refused_or_never_started_lets_go_of_its_subscription(
+    container: Container,
+) -> None:
+    """The stream subscribes to its run's wake-ups before its first read; a refused request
+    (401, 404) and a response whose body never runs (its client gone first) leave no
+    subscription behind in the process's hub."""
+    users = container.services.users
+    owner = await users.create_user("tao")
+    other = await users.create_user("uma")
+    run_id = await _pending_run(container, owner.uid)
+    app = create_app(container, workers=0)
+    hub = app.state.live.hub
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        for token, status in (("yx_unknown", 401), (other.token, 404)):
+            headers = {"Authorization": f"Bearer {token}"}
+            refused = await client.get(f"/api/v1/runs/{run_id}/events", headers=headers)
+            assert refused.status_code == status
+            assert hub.subscribers(RUN_EVENTS) == 0
+    request = _request(app, run_id, owner.token)
+    response = await run_events(
+        run_id, owner.token, container.services, app.state.live, request, None, None
+    )
+    assert hub.subscribers(RUN_EVENTS) == 1
+    del response
+    gc.collect()
+    assert hub.subscribers(RUN_EVENTS) == 0
+
+
+def _request(app: Any, run_id: str, token: str) -> Request:
+    scope = {
+        "type": "http",
+        "app": app,
+        "method": "GET",
+        "path": f"/api/v1/runs/{run_id}/events",
+        "headers": [(b"authorization", f"Bearer {token}".encode())],
+        "query_string": b"",
+    }
+    return Request(scope)

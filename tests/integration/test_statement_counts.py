@@ -22,7 +22,7 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from tests.support.factories import make_run, make_user, remember, sql
+from tests.support.factories import make_run, make_user, remember
 from tests.support.history import new_thread
 from tests.support.statements import CountingCursor, Counts, counting, thread_hops
 from yuxi import limits
@@ -183,31 +183,6 @@ async def test_a_chat_run_without_tools(container: Container, counted_worker: Wo
     assert sorted(hops) == sorted(_HOPS_AT_START + _HOPS_OF_THE_CHECKPOINTER), hops
 
 
-async def test_a_message_is_submitted_in_two_statements(container: Container) -> None:
-    """``POST …/runs`` in steady state: the thread's status and title (one prebuilt read, no ORM
-    row), then one statement that inserts the run (checking the thread is not waiting for a
-    decision, waking a worker) and, with it, the user message with the thread touched and the
-    ``pending`` event (``AgentRunRepository.submit_message``); one transaction."""
-    uid = await make_user(container)
-    chat = container.services.chat
-    thread = (await chat.create_thread(uid)).thread_id
-    first, _ = await chat.submit(uid, thread, "first qzxsubmit")
-    await sql(container, "UPDATE agent_runs SET status = 'completed' WHERE id = :id", id=first.id)
-    with counting(container.engine) as seen:
-        run, created = await chat.submit(uid, thread, "second 第二 qzxsubmit")
-    assert created and run.status == "pending" and run.conversation_thread_id == thread
-    assert _profile(seen) == {
-        "statements": 2,
-        "transactions": 1,
-        "commits": 1,
-        "rollbacks": 0,
-        "round_trips": 4,
-        "events": 1,
-    }, seen.statements
-    assert seen.statements[0].startswith("SELECT conversations.id, conversations.uid")
-    assert seen.statements[1].startswith("WITH run AS (INSERT INTO agent_runs")
-
-
 async def test_a_memory_write_is_two_statements_in_one_transaction(
     container: Container,
 ) -> None:
@@ -274,31 +249,32 @@ async def test_a_one_statement_block_is_outside_any_transaction(container: Conta
     assert await status(autocommit=False) == psycopg.pq.TransactionStatus.INTRANS
 
 
-async def test_a_chat_request_is_one_transaction_of_two_statements(
+async def test_a_chat_request_is_one_statement(
     container: Container, counted_worker: Worker
 ) -> None:
-    """The POST of a thread's second turn: the thread; then the run inserted, the insert itself
-    checking the request id (``ON CONFLICT DO NOTHING``) and the approval state (the row and its
-    worker's wake-up come back with it; no read first, no savepoint), with the user message
-    (the thread touched) and the ``pending`` event in the same statement."""
+    """The POST of a thread's second turn: one statement, outside a transaction block, that
+    holds the thread (the caller's, active) and inserts the run, the insert itself checking the
+    request id (``ON CONFLICT DO NOTHING``) and the approval state (the row and its worker's
+    wake-up come back with it; no read first, no savepoint), with the user message (the thread
+    touched) and the ``pending`` event."""
     uid = await make_user(container)
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
     await _counted_run(container, counted_worker, uid, thread, "hello qzxpost")
     with counting(container.engine) as seen:
-        run, created = await chat.submit(uid, thread, "again qzxpost")
-    assert created and run.status == "pending"
+        run, created = await chat.submit(uid, thread, "again 第二 qzxpost")
+    assert created and run.status == "pending" and run.conversation_thread_id == thread
     assert _profile(seen) == {
-        "statements": 2,
-        "transactions": 1,
-        "commits": 1,
+        "statements": 1,
+        "transactions": 0,
+        "commits": 0,
         "rollbacks": 0,
-        "round_trips": 4,
+        "round_trips": 1,
         "events": 1,
     }, seen.statements
-    assert not seen.matching("SAVEPOINT")
+    assert seen.statements[0].startswith("WITH thread AS (SELECT conversations.id")
     # The run's wake-up and the event's, both in the one statement's RETURNING clauses.
-    assert seen.statements[1].count("pg_notify(") == 2, seen.statements
+    assert seen.statements[0].count("pg_notify(") == 2, seen.statements
 
 
 async def test_a_first_message_titles_its_thread_in_its_own_statement(
@@ -313,7 +289,7 @@ async def test_a_first_message_titles_its_thread_in_its_own_statement(
     thread = (await chat.create_thread(uid)).thread_id
     with counting(container.engine) as seen:
         await chat.submit(uid, thread, "first qzxtitle")
-    assert (len(seen.statements), seen.round_trips) == (2, 4), seen.statements
+    assert (len(seen.statements), seen.round_trips) == (1, 1), seen.statements
     assert not seen.matching("UPDATE conversations SET title=%(title)s")
     with counting(container.engine) as seen:
         await chat.submit_agent_call(uid, "one shot qzxtitle")
@@ -328,9 +304,10 @@ async def test_a_first_message_titles_its_thread_in_its_own_statement(
 async def test_a_retried_chat_request_reads_its_run_and_writes_nothing(
     container: Container,
 ) -> None:
-    """A retry of a request that has its run: the thread, the submission that writes nothing
-    (no run, so no message and no event either), the read of the run by its request id (the
-    block commits, with nothing written)."""
+    """A retry of a request that has its run: the submission that writes nothing (no run, so
+    no message and no event either), then — to answer why — the thread and the run by its
+    request id, each read alone (no transaction block: no ROLLBACK, which would make psycopg
+    forget its prepared statements)."""
     uid = await make_user(container)
     chat = container.services.chat
     thread = (await chat.create_thread(uid)).thread_id
@@ -340,10 +317,10 @@ async def test_a_retried_chat_request_reads_its_run_and_writes_nothing(
     assert again.id == run.id and not created
     assert _profile(seen) == {
         "statements": 3,
-        "transactions": 1,
-        "commits": 1,
+        "transactions": 0,
+        "commits": 0,
         "rollbacks": 0,
-        "round_trips": 5,
+        "round_trips": 3,
         "events": 1,  # the submission's statement holds the event's insert: it wrote none
     }, seen.statements
     async with container.session_factory() as s:

@@ -9,6 +9,7 @@ message, no event, no worker woken.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import psycopg
@@ -16,6 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.support.factories import make_user, sql
+from tests.support.waiting import until_waiting_on_a_lock
 from yuxi.bootstrap import Container, open_notifications
 from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING, Notifications
 from yuxi.errors import ActiveRunExists, Conflict, NotFound
@@ -132,36 +134,47 @@ async def test_the_first_message_titles_the_thread_and_a_later_one_does_not(
     assert (await chat.get_thread(uid, thread)).title == "Plan the trip"
 
 
-async def test_a_thread_purged_after_its_read_gets_no_run_message_or_event(
-    container: Container,
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        ("DELETE FROM conversations WHERE thread_id = :t", NotFound),
+        (
+            "UPDATE conversations SET status = 'deleted', deleted_at = now() WHERE thread_id = :t",
+            NotFound,
+        ),
+        ("UPDATE conversations SET status = 'archived' WHERE thread_id = :t", Conflict),
+        ("UPDATE conversations SET uid = :other WHERE thread_id = :t", NotFound),
+    ],
+    ids=["purged", "trashed", "archived", "handed-over"],
+)
+async def test_a_thread_changed_while_the_submission_waits_for_it_gets_nothing(
+    container: Container, change: str, refusal: type[Exception]
 ) -> None:
-    """The submission is one statement after the thread's read: a thread whose row is gone by
-    then (purged from the trash in between) is NotFound (a 404, not a database error), and
-    nothing of the request is written."""
+    """The submission is one statement, with no read before it: it holds the thread's row while
+    it writes, so a change of the thread in flight (purged, moved to the trash, archived, given
+    to another user) makes it wait, and once the change commits the statement sees it on the
+    row it finally locks — the answer is the rule's (a 404 or a Conflict, not a database
+    error) and nothing of the request is written: no run, no message, no event."""
     chat = container.services.chat
     uid = await make_user(container)
+    other = await make_user(container, name="qzxother")
     thread = (await chat.create_thread(uid)).thread_id
-    with pytest.raises(NotFound):
-        async with container.uow() as uow:
-            ref = await uow.threads.get_owned_ref(uid, thread)
-            assert ref is not None
-            await sql(container, "DELETE FROM conversations WHERE thread_id = :t", t=thread)
-            await uow.runs.submit_message(
-                thread=ref,
-                request_id="qzx-purged",
-                input_payload={"input": "qzxpurged"},
-                content="qzxpurged",
-                title=None,
-            )
-            await uow.commit()
+    async with container.session_factory() as changing:
+        await changing.execute(text(change), {"t": thread, "other": other})
+        waiting = asyncio.create_task(chat.submit(uid, thread, "qzxinflight", request_id="qzx-r"))
+        await until_waiting_on_a_lock(container.database_url)
+        assert not waiting.done()
+        await changing.commit()
+    with pytest.raises(refusal):
+        await waiting
     async with container.uow() as uow:
-        assert await uow.runs.get_by_request(uid, "qzx-purged") is None
+        assert await uow.runs.get_by_request(uid, "qzx-r") is None
     async with container.session_factory() as s:
         left = await s.execute(
             text(
-                "SELECT (SELECT count(*) FROM messages WHERE content = 'qzxpurged'),"
+                "SELECT (SELECT count(*) FROM messages WHERE content = 'qzxinflight'),"
                 " (SELECT count(*) FROM run_events e JOIN agent_runs r ON r.id = e.run_id"
-                "  WHERE r.request_id = 'qzx-purged')"
+                "  WHERE r.request_id = 'qzx-r')"
             )
         )
     assert tuple(left.one()) == (0, 0)

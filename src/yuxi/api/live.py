@@ -90,10 +90,19 @@ class LiveStreams:
                 await task
         self._kick.close()
 
-    def watch(self, run_id: str, uid: str, token: str, seen: int) -> StreamWatch:
-        """Register an open stream (subscribed before its first read, so nothing committed
-        after that read is missed). Use it as a context manager."""
-        watch = StreamWatch(run_id, uid, token, self.hub.subscribe(RUN_EVENTS, run_id), self)
+    def subscribe(self, run_id: str) -> Subscription:
+        """The wake-ups of ``run_id``'s events, for a stream to take before its first read
+        (:meth:`watch`)."""
+        return self.hub.subscribe(RUN_EVENTS, run_id)
+
+    def watch(
+        self, run_id: str, uid: str, token: str, seen: int, sub: Subscription | None = None
+    ) -> StreamWatch:
+        """Register an open stream, subscribed before its first read — here, or earlier with
+        ``sub`` (:meth:`subscribe`) — so nothing committed after that read is missed. Use it as
+        a context manager; it closes the subscription."""
+        sub = self.subscribe(run_id) if sub is None else sub
+        watch = StreamWatch(run_id, uid, token, sub, self)
         watch.seen = seen
         self._streams.add(watch)
         return watch

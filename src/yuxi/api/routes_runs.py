@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -17,7 +18,7 @@ from yuxi.db.notifications import RUN_EVENTS
 from yuxi.limits import RUN_WAIT_MAX_SECONDS, STREAM_IDLE_CHECK_SECONDS, STREAM_PING_SECONDS
 from yuxi.observability.metrics import track_open
 from yuxi.services.chat.service import ChatService
-from yuxi.services.chat.views import RunSummary, run_view
+from yuxi.services.chat.views import RunSummary, StreamPage, run_view
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
@@ -120,7 +121,6 @@ async def cancel_run(run_id: str, uid: UidDep, services: ServicesDep) -> RunSumm
 )
 async def run_events(
     run_id: str,
-    uid: UidDep,
     token: BearerTokenDep,
     services: ServicesDep,
     live: LiveDep,
@@ -132,22 +132,34 @@ async def run_events(
     live until the run settles. Each event's ``id`` is its sequence number. The stream also
     ends once its token stops being valid (revoked or expired).
 
-    A quiet stream makes no query: it is woken by the process's listener when its run gets an
-    event (and by the per-process safety sweep in :mod:`yuxi.api.live`), then re-reads."""
+    The stream opens on one query (``ChatService.open_stream``: the token's user, that user's
+    run, its first page), so a bad token is a 401 and another user's run a 404 before the
+    stream starts. A quiet stream makes no query: it is woken by the process's listener when
+    its run gets an event (and by the per-process safety sweep in :mod:`yuxi.api.live`), then
+    re-reads."""
     start = after or 0
     if last_event_id is not None and last_event_id.strip().isdigit():
         start = min(int(last_event_id.strip()), 2**31 - 1)
     chat = services.chat
-    await chat.get_run(uid, run_id)  # 404 before the stream starts
+    # Subscribed before the first read, so nothing committed after it is missed.
+    sub = live.subscribe(run_id)
+    try:
+        uid, first = await chat.open_stream(token, run_id, start)
+    except BaseException:
+        sub.close()
+        raise
 
     async def stream() -> AsyncIterator[dict[str, Any]]:
         seq = start
-        with live.watch(run_id, uid, token, seq) as watch:
+        page: StreamPage | None = first
+        with live.watch(run_id, uid, token, seq, sub) as watch:
             while not watch.ended:
-                # One transaction per wake: the status, then the events after ``seq``. A wake-up
-                # pending from before this read is forgotten: the read sees what it announced.
-                watch.sub.clear()
-                page = await chat.stream_page(uid, run_id, seq, token=token)
+                if page is None:
+                    # One statement per wake: the status, then the events after ``seq``. A
+                    # wake-up pending from before this read is forgotten: the read sees what it
+                    # announced.
+                    watch.sub.clear()
+                    page = await chat.stream_page(uid, run_id, seq, token=token)
                 if page.token_left is None:
                     return  # the token no longer authenticates the user: nothing more is sent
                 live.token_left(watch, page.token_left)
@@ -163,13 +175,18 @@ async def run_events(
                         ),
                     }
                 watch.seen = seq
-                if page.more:
+                settled, more, page = page.settled, page.more, None
+                if more:
                     continue
-                if page.settled:
+                if settled:
                     return
                 while not await watch.sub.wait(STREAM_IDLE_CHECK_SECONDS):
                     if await request.is_disconnected():
                         return
 
+    events = stream()
+    # A stream whose body never starts (its client gone first) still lets go of the
+    # subscription: the hub would hold it for the life of the process.
+    weakref.finalize(events, sub.close)
     open_streams = request.app.state.container.metrics.sse_streams_open
-    return EventSourceResponse(track_open(open_streams, stream()), ping=STREAM_PING_SECONDS)
+    return EventSourceResponse(track_open(open_streams, events), ping=STREAM_PING_SECONDS)

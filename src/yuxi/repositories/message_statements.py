@@ -15,6 +15,7 @@ from sqlalchemy import (
     Table,
     bindparam,
     func,
+    literal_column,
     select,
     true,
     update,
@@ -34,11 +35,12 @@ def message_ctes(
     *, by_thread: bool, titles: bool = False, only_if: ColumnElement[bool] | None = None
 ) -> tuple[CTE, CTE]:
     """The two steps of a message append, as CTEs: ``touched`` (the thread's ``updated_at``,
-    and with ``titles`` its ``title`` — ``coalesce(:title, title)``, so None keeps it —
-    ``RETURNING id, uid, updated_at``) and ``added`` (the message, from ``touched``: none when
-    the thread is not there, ``RETURNING id``). The parameters are :func:`message_params`'s and
-    the thread's (below). ``only_if``: a condition the thread's update also needs (a statement
-    that appends a message only when another of its steps wrote a row)."""
+    and with ``titles`` its ``title`` when it has none — ``coalesce(nullif(title, ''),
+    :title)`` — ``RETURNING id, uid, updated_at``) and ``added`` (the message, from
+    ``touched``: none when the thread is not there, ``RETURNING id``). The parameters are
+    :func:`message_params`'s and the thread's (below). ``only_if``: a condition the thread's
+    update also needs (a statement that appends a message only when another of its steps wrote
+    a row)."""
     table = cast(Table, Conversation.__table__)
     which: tuple[ColumnElement[bool], ...]
     if by_thread:
@@ -52,7 +54,9 @@ def message_ctes(
         which = (*which, only_if)
     values: dict[str, Any] = {"updated_at": func.now()}
     if titles:
-        values["title"] = func.coalesce(bindparam("title", type_=String), _THREADS.title)
+        values["title"] = func.coalesce(
+            func.nullif(_THREADS.title, literal_column("''")), bindparam("title", type_=String)
+        )
     touched = (
         update(table)
         .where(*which)

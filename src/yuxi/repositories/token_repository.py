@@ -25,6 +25,12 @@ def hash_credential(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
+def well_formed(credential: str) -> bool:
+    """Whether ``credential`` could be a token or login code at all (anything else is refused
+    without a query)."""
+    return bool(credential) and len(credential) <= CREDENTIAL_MAX_CHARS and credential.isascii()
+
+
 def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
 

@@ -18,12 +18,12 @@ from datetime import datetime
 
 from yuxi.errors import Conflict, InvalidArgument, NotFound, Unauthorized
 from yuxi.limits import (
-    CREDENTIAL_MAX_CHARS,
     LOGIN_CODE_TTL_SECONDS,
     SESSION_TOKEN_TTL_SECONDS,
     TOKEN_MAX_DAYS,
     USER_NAME_MAX_CHARS,
 )
+from yuxi.repositories.token_repository import well_formed
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
 from yuxi.vocabulary import SESSION_TOKEN_LABEL
@@ -81,10 +81,6 @@ class TokenView:
     revoked_at: datetime | None
     #: Neither revoked nor expired now (by the database clock).
     active: bool
-
-
-def _well_formed(credential: str) -> bool:
-    return bool(credential) and len(credential) <= CREDENTIAL_MAX_CHARS and credential.isascii()
 
 
 class UserService:
@@ -159,7 +155,7 @@ class UserService:
     async def authenticate(self, token: str) -> str:
         """The uid a bearer token belongs to; :class:`Unauthorized` for anything else
         (unknown, revoked or expired)."""
-        if not _well_formed(token):
+        if not well_formed(token):
             raise Unauthorized("invalid token")
         async with self._uow.one_statement() as uow:
             uid = await uow.tokens.uid_for_token(token)
@@ -203,7 +199,7 @@ class UserService:
         """Spend a login code for a session token that expires after
         ``SESSION_TOKEN_TTL_SECONDS``. The code is spent and the token stored in one
         transaction; an unknown, spent or expired code is :class:`Unauthorized`."""
-        if not _well_formed(code):
+        if not well_formed(code):
             raise Unauthorized(LOGIN_CODE_REFUSED)
         async with self._uow() as uow:
             uid = await uow.tokens.use_login_code(code)

@@ -1,7 +1,7 @@
 """Creating runs: a run inserted (``create_run``), a new message's whole submission
-(``submit_message``), a run found by its request id: the first part of
-:class:`~yuxi.repositories.runs.agent_run_repository.AgentRunRepository`, whose statements are
-in :mod:`._submission`."""
+(``submit_message``), a run found by its request id (``request_run``, ``get_by_request``): the
+first part of :class:`~yuxi.repositories.runs.agent_run_repository.AgentRunRepository`, whose
+statements are in :mod:`._submission`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.errors import ActiveRunExists, Conflict, NotFound
 from yuxi.repositories.message_statements import message_params
 from yuxi.repositories.runs._submission import INSERT_RUN, NEW_RUN_FIELDS, SUBMIT_MESSAGE, run_of
-from yuxi.repositories.thread_repository import ThreadRef
 from yuxi.vocabulary import CLAIMABLE_RUN_TYPES
 
 __all__ = ["RunCreation"]
@@ -98,54 +97,51 @@ class RunCreation:
         )
         if inserted is not None:
             return run_of(inserted), True
-        return await self._not_written(uid, thread_id, request_id, unless_awaiting_decision), False
+        existing = await self.request_run(
+            uid, thread_id, request_id, unless_awaiting_decision=unless_awaiting_decision
+        )
+        return existing, False
 
     async def submit_message(
         self,
         *,
-        thread: ThreadRef,
+        uid: str,
+        thread_id: str,
         request_id: str,
         input_payload: dict[str, Any],
         content: str,
-        title: str | None,
-    ) -> tuple[AgentRun, bool]:
-        """A new message's pending chat run, the user's message ``content`` on ``thread``
-        (titling it ``title``; None: the title stays) and the run's ``pending`` event, in one
-        statement (``SUBMIT_MESSAGE``).
+        title: str,
+    ) -> AgentRun | None:
+        """A new message's pending chat run on the user's active thread, the message
+        ``content`` (an untitled thread titled ``title``) and the run's ``pending`` event, in
+        one statement (``SUBMIT_MESSAGE``), which needs no transaction block.
 
-        The rules are :meth:`create_run`'s with ``unless_awaiting_decision``: a retried request
-        gets its run back (written nothing: ``created`` False), another thread's request is a
-        Conflict, a thread awaiting a decision is a Conflict, a second active run is
-        :class:`ActiveRunExists`. A thread gone by the time of the insert is NotFound, and
-        nothing is written (the statement fails on the run's foreign key; should it ever write a
-        run without its message, the NotFound below makes the caller abandon its unit of work,
-        as every caller lets the error end its block, which rolls back)."""
+        None: nothing was written — the thread is not the user's, not there or not active, the
+        request already has its run, or the thread awaits an approval decision; the caller
+        reads which (:meth:`request_run`). A second active run on the thread is
+        :class:`ActiveRunExists`, and nothing is written."""
         run_id = str(uuid.uuid4())
         params = _new_run(
-            run_id, thread.uid, thread.thread_id, request_id, "chat", "pending", input_payload, None
+            run_id, uid, thread_id, request_id, "chat", "pending", input_payload, None
         )
         params.update(
             message_params("user", content, "text", None, None, None, run_id),
+            uid=uid,
             run_id=run_id,
-            thread_id=thread.thread_id,
-            conversation_id=thread.id,
+            thread_id=thread_id,
             title=title,
             event_type="run_status",
             data={"status": "pending"},
         )
         row = await _inserting(SUBMIT_MESSAGE, self.session, params)
-        if row is None:
-            existing = await self._not_written(thread.uid, thread.thread_id, request_id, True)
-            return existing, False
-        if row.message_id is None:
-            raise NotFound("thread not found")
-        return run_of(row), True
+        return None if row is None else run_of(row)
 
-    async def _not_written(
-        self, uid: str, thread_id: str, request_id: str, unless_awaiting_decision: bool
+    async def request_run(
+        self, uid: str, thread_id: str, request_id: str, *, unless_awaiting_decision: bool
     ) -> AgentRun:
-        """Why an insert of a run wrote nothing: the request already has its run (a retry:
-        returned), it names another thread, or the thread waits for a decision."""
+        """Why an insert of a run on ``thread_id`` wrote nothing, the thread being there: the
+        request already has its run (a retry: returned), it names another thread (Conflict), or
+        (``unless_awaiting_decision``) the thread waits for a decision (Conflict)."""
         existing = await self.get_by_request(uid, request_id)
         if existing is None:
             if unless_awaiting_decision:

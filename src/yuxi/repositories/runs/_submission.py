@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import String, Table, bindparam, exists, literal_column, or_, select, true
+from sqlalchemy import CTE, String, Table, bindparam, exists, literal_column, or_, select, true
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.dialects.postgresql import insert
 
-from yuxi.db.models import AgentRun
+from yuxi.db.models import AgentRun, Conversation
 from yuxi.db.notifications import RUN_PENDING
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.repositories.message_statements import message_ctes
@@ -23,6 +23,7 @@ __all__ = ["INSERT_RUN", "NEW_RUN_FIELDS", "PREVIOUS_RUN", "SUBMIT_MESSAGE", "ru
 
 _TABLE = cast(Table, AgentRun.__table__)
 _RUNS = _TABLE.c
+_THREADS = cast(Table, Conversation.__table__).c
 
 
 def _latest_top_level(*columns: Any, other_than: Any = None) -> Any:
@@ -74,12 +75,15 @@ _RUN_ATTRIBUTES = tuple(
 )
 
 
-def _run_insert(*, unless_awaiting_decision: bool, wakes: bool) -> Any:
-    """``INSERT INTO agent_runs … SELECT <values> [WHERE <thread not awaiting a decision>]
-    ON CONFLICT (uid, request_id) DO NOTHING RETURNING <the row>[, pg_notify(run_pending)]``.
-    The values are the parameters ``v_<column>`` (SQLAlchemy keeps the columns' own names for
-    itself)."""
+def _run_insert(*, unless_awaiting_decision: bool, wakes: bool, on: CTE | None = None) -> Any:
+    """``INSERT INTO agent_runs … SELECT <values> [FROM on] [WHERE <thread not awaiting a
+    decision>] ON CONFLICT (uid, request_id) DO NOTHING RETURNING <the row>[,
+    pg_notify(run_pending)]``. The values are the parameters ``v_<column>`` (SQLAlchemy keeps
+    the columns' own names for itself); ``on``: a CTE whose rows the insert needs (no row, no
+    run)."""
     row = select(*(bindparam(f"v_{name}", type_=_RUNS[name].type) for name in NEW_RUN_FIELDS))
+    if on is not None:
+        row = row.select_from(on)
     if unless_awaiting_decision:
         # The awaiting check in the insert itself: the thread's latest run as the insert
         # sees it, not as an earlier read did.
@@ -109,28 +113,46 @@ INSERT_RUN = {
 
 
 def _submission_statement() -> PrebuiltStatement:
-    """A new message's whole submission in one statement: the pending chat run (as
+    """A new message's whole submission in one statement, sent outside a transaction block:
+    the thread (the caller's, ``active``) held ``FOR SHARE``; the pending chat run on it (as
     ``INSERT_RUN[True, True]``: not while the thread awaits a decision, idempotent on the
-    request, waking a worker), and — only when that run was written — the user's message on
-    the thread (the thread touched and titled in the same step, ``message_ctes``) and the run's
-    ``pending`` event (``append_insert``, notifying its listeners)::
+    request, waking a worker); and — only when that run was written — the user's message on the
+    thread (the thread touched, and titled ``:title`` if it has no title, ``message_ctes``) and
+    the run's ``pending`` event (``append_insert``, notifying its listeners)::
 
-        WITH run AS (INSERT INTO agent_runs … ON CONFLICT DO NOTHING RETURNING …),
-             touched AS (UPDATE conversations … WHERE id = :conversation_id
+        WITH thread AS (SELECT id FROM conversations WHERE thread_id = :thread_id
+                        AND uid = :uid AND status = 'active' FOR SHARE),
+             run AS (INSERT INTO agent_runs … SELECT … FROM thread WHERE <not awaiting>
+                     ON CONFLICT DO NOTHING RETURNING …),
+             touched AS (UPDATE conversations … WHERE thread_id = :thread_id AND uid = :uid
                          AND EXISTS (SELECT FROM run) RETURNING …),
              added AS (INSERT INTO messages … SELECT … FROM touched RETURNING id),
              pending AS (INSERT INTO run_events … WHERE EXISTS (SELECT FROM run) RETURNING …)
         SELECT run.*, added.id AS message_id, pending.seq AS event_seq
         FROM run LEFT JOIN added ON true LEFT JOIN pending ON true
 
-    No row: no run was written (a retry of the request, or the thread awaits a decision). A
-    thread whose row is gone by then fails the whole statement on the run's foreign key; a row
-    whose ``message_id`` is NULL would be a run without its message, which the caller refuses
-    (abandoning the transaction). The message's and the event's ``run_id`` is the run's own
-    ``v_id``."""
-    run = _run_insert(unless_awaiting_decision=True, wakes=True).cte("run")
+    No row: no run was written — the thread is not the caller's, not there or not active, the
+    request already has its run, or the thread awaits a decision (the caller reads which).
+
+    The thread's lock is why no read comes first and why the message cannot be missing: the
+    run's insert needs the ``thread`` row, which PostgreSQL locks and checks again on its newest
+    version (a delete, archive or hand-over committed meanwhile excludes it; one in flight is
+    waited for), and once locked the row stays the caller's and active until the statement
+    commits — so ``touched`` finds it. The message's and the event's ``run_id`` is the run's
+    own ``v_id``."""
+    thread = (
+        select(_THREADS.id)
+        .where(
+            _THREADS.thread_id == bindparam("thread_id", type_=String),
+            _THREADS.uid == bindparam("uid", type_=String),
+            _THREADS.status == literal_column("'active'"),
+        )
+        .with_for_update(read=True)
+        .cte("thread")
+    )
+    run = _run_insert(unless_awaiting_decision=True, wakes=True, on=thread).cte("run")
     written = select(literal_column("1")).select_from(run).exists()
-    _touched, added = message_ctes(by_thread=False, titles=True, only_if=written)
+    _touched, added = message_ctes(by_thread=True, titles=True, only_if=written)
     pending = append_insert(only_if=written).cte("pending")
     return PrebuiltStatement(
         select(

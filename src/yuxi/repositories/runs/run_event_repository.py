@@ -16,6 +16,7 @@ from sqlalchemy import (
     Integer,
     String,
     Table,
+    and_,
     bindparam,
     func,
     insert,
@@ -85,6 +86,26 @@ class OwnedPage(NamedTuple):
     token_left: float | None
 
 
+def _events_after(runs: Any) -> Any:
+    """The events of the run ``runs.id`` after ``:after`` (at most ``:limit``, in order), as a
+    lateral subquery ``e``."""
+    events = cast(Table, RunEvent.__table__).c
+    return (
+        select(events.seq, events.event_type, events.data)
+        .where(events.run_id == runs.id, events.seq > bindparam("after", type_=Integer))
+        .order_by(events.seq)
+        .limit(bindparam("limit", type_=Integer))
+        .lateral("e")
+    )
+
+
+#: The seconds a token row has left by the database clock (``Infinity``: no expiry).
+_SECONDS_LEFT = func.coalesce(
+    func.extract("epoch", ApiToken.expires_at - func.now()),
+    literal_column("'Infinity'::numeric"),
+)
+
+
 def _page_statement() -> PrebuiltStatement:
     """The run's status if ``uid`` owns it, with its events after ``after`` (at most ``limit``,
     in order) and the standing of the stream's token, in one statement — so in one snapshot::
@@ -99,17 +120,9 @@ def _page_statement() -> PrebuiltStatement:
     (``Infinity``: no expiry) if it still authenticates ``uid``; NULL if it does not (revoked,
     expired, another user's, or no token given)."""
     runs = cast(Table, AgentRun.__table__).c
-    events = cast(Table, RunEvent.__table__).c
-    after = (
-        select(events.seq, events.event_type, events.data)
-        .where(events.run_id == runs.id, events.seq > bindparam("after", type_=Integer))
-        .order_by(events.seq)
-        .limit(bindparam("limit", type_=Integer))
-        .lateral("e")
-    )
-    seconds_left = func.extract("epoch", ApiToken.expires_at - func.now())
+    after = _events_after(runs)
     token_left = (
-        select(func.coalesce(seconds_left, literal_column("'Infinity'::numeric")))
+        select(_SECONDS_LEFT)
         .where(
             ApiToken.token_hash == bindparam("token_hash", type_=String),
             ApiToken.uid == runs.uid,
@@ -128,7 +141,50 @@ def _page_statement() -> PrebuiltStatement:
     )
 
 
+def _opening_statement() -> PrebuiltStatement:
+    """An event stream's first page, named by its token: the token's owner (if the token is
+    valid) and the seconds it has left, that user's run ``run_id`` — its status, its events
+    after ``after`` — in one statement::
+
+        SELECT t.uid, <seconds left>, r.status, e.seq, e.event_type, e.data FROM api_tokens t
+        LEFT JOIN agent_runs r ON r.id = :run_id AND r.uid = t.uid
+        LEFT JOIN LATERAL (<the run's events after :after>) e ON true
+        WHERE t.token_hash = :token_hash AND <valid> ORDER BY e.seq
+
+    No row: the token does not authenticate anybody (unknown, revoked or expired). Rows with
+    no status: the user has no such run."""
+    tokens = cast(Table, ApiToken.__table__)
+    run_table = cast(Table, AgentRun.__table__)
+    runs = run_table.c
+    after = _events_after(runs)
+    owned = and_(runs.id == bindparam("run_id", type_=String), runs.uid == tokens.c.uid)
+    return PrebuiltStatement(
+        select(
+            tokens.c.uid,
+            _SECONDS_LEFT.label("token_left"),
+            runs.status,
+            after.c.seq,
+            after.c.event_type,
+            after.c.data,
+        )
+        .select_from(tokens.outerjoin(run_table, owned).outerjoin(after, true()))
+        .where(tokens.c.token_hash == bindparam("token_hash", type_=String), token_is_valid())
+        .order_by(after.c.seq)
+    )
+
+
 _PAGE = _page_statement()
+_OPENING = _opening_statement()
+
+
+class OpeningPage(NamedTuple):
+    """An event stream's first page (:meth:`RunEventRepository.opening_page`)."""
+
+    #: The token's owner.
+    uid: str
+    #: The run's page, as :meth:`RunEventRepository.owned_page` reads it (None: the user has no
+    #: such run).
+    page: OwnedPage | None
 
 
 class RunEventRepository:
@@ -161,6 +217,22 @@ class RunEventRepository:
         events = [StreamedEvent(r.seq, r.event_type, r.data) for r in rows if r.seq is not None]
         left = rows[0].token_left
         return OwnedPage(rows[0].status, events, None if left is None else float(left))
+
+    async def opening_page(
+        self, token_hash: str, run_id: str, after_seq: int, limit: int
+    ) -> OpeningPage | None:
+        """The first page of an event stream named by its token alone: who the token
+        authenticates and that user's run ``run_id`` as :meth:`owned_page` reads it, in one
+        statement. None: the token authenticates nobody."""
+        params = {"token_hash": token_hash, "run_id": run_id, "after": after_seq, "limit": limit}
+        rows = await _OPENING.all(self.session, params)
+        if not rows:
+            return None
+        first = rows[0]
+        if first.status is None:
+            return OpeningPage(first.uid, None)
+        events = [StreamedEvent(r.seq, r.event_type, r.data) for r in rows if r.seq is not None]
+        return OpeningPage(first.uid, OwnedPage(first.status, events, float(first.token_left)))
 
     async def latest_seqs(self, run_ids: Sequence[str]) -> dict[str, int]:
         """The last event seq of each run in ``run_ids`` that has events (one statement)."""

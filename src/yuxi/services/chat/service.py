@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from yuxi.db.models import AgentRun, Conversation
-from yuxi.errors import Conflict, InvalidArgument, NotFound
+from yuxi.errors import Conflict, InvalidArgument, NotFound, Unauthorized
 from yuxi.limits import RUN_INPUT_MAX_BYTES, TITLE_MAX_CHARS, TRASH_DAYS
 from yuxi.repositories.runs.run_event_repository import StreamedEvent
 from yuxi.repositories.thread_repository import ThreadRef
-from yuxi.repositories.token_repository import hash_credential
+from yuxi.repositories.token_repository import hash_credential, well_formed
 from yuxi.services.chat._cancel import cancel_in
 from yuxi.services.chat._decisions import (
     DECISIONS,
@@ -42,7 +42,6 @@ from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
 from yuxi.vocabulary import (
     AGENT_CALL_SOURCES,
-    SETTLED_RUN_STATUSES,
 )
 from yuxi.workspace.filesystem import Workspace
 
@@ -192,14 +191,44 @@ class ChatService:
     async def submit(
         self, uid: str, thread_id: str, text: object, *, request_id: object = None
     ) -> tuple[AgentRun, bool]:
-        """Persist the user message and a pending chat run. Idempotent on ``request_id``."""
+        """Persist the user message and a pending chat run. Idempotent on ``request_id``.
+
+        The rules, in this order: a thread that is not the user's (or is in the trash) is
+        NotFound; an archived thread is a Conflict; a request that already has its run gets it
+        back (another thread's: Conflict); a thread waiting for an approval decision is a
+        Conflict; a thread with an active run is ActiveRunExists. One statement checks them all
+        and writes the run, the user message (an untitled thread taking its title from it) and
+        the ``pending`` event (``AgentRunRepository.submit_message``), outside a transaction
+        block: no read first, nothing after. Only a request it wrote nothing for is read again,
+        to answer which rule refused it (:meth:`_not_submitted`)."""
         body = check_text("input", text, max_bytes=RUN_INPUT_MAX_BYTES)
         rid = check_request_id(request_id)
-        async with self._uow() as uow:
+        async with self._uow.one_statement() as uow:
+            run = await uow.runs.submit_message(
+                uid=uid,
+                thread_id=thread_id,
+                request_id=rid,
+                input_payload={"input": body},
+                content=body,
+                title=auto_title(body),
+            )
+        if run is not None:
+            return run, True
+        return await self._not_submitted(uid, thread_id, rid), False
+
+    async def _not_submitted(self, uid: str, thread_id: str, request_id: str) -> AgentRun:
+        """Why a submission wrote nothing (:meth:`submit`'s rules): the run a retried request
+        already has, or the refusal. Two reads, each alone: they need no common snapshot (the
+        submission's answer is already given), and a block that only reads would end in a
+        ``ROLLBACK``, which makes psycopg forget the connection's prepared statements."""
+        async with self._uow.one_statement() as uow:
             thread = await _live_thread_ref(uow, uid, thread_id)
-            run, created = await self._submit_in(uow, thread, body, rid)
-            await uow.commit()
-        return run, created
+        if thread.status != "active":
+            raise Conflict("thread is archived; unarchive it to continue")
+        async with self._uow.one_statement() as uow:
+            return await uow.runs.request_run(
+                uid, thread_id, request_id, unless_awaiting_decision=True
+            )
 
     async def submit_agent_call(
         self, uid: str, text: object, *, source: str = "agent_call", request_id: object = None
@@ -214,31 +243,23 @@ class ChatService:
             if existing is not None:
                 return existing, False
             conversation = await uow.threads.create_conversation(uid, source=source)
-            run, created = await self._submit_in(uow, ThreadRef.of(conversation), body, rid)
-            if created:
-                await uow.commit()  # a lost race on request_id rolls the new thread back
-        return run, created
-
-    @staticmethod
-    async def _submit_in(
-        uow: UnitOfWork, thread: ThreadRef, body: str, request_id: str
-    ) -> tuple[AgentRun, bool]:
-        """The run of a new message on a loaded thread, in the caller's transaction. The rules,
-        in this order: an archived thread is a Conflict; a request that already has its run gets
-        it back (another thread's: Conflict); a thread waiting for an approval decision is a
-        Conflict; a thread with an active run is ActiveRunExists. The insert checks the last
-        three itself, and writes the user message (an untitled thread taking its title from it)
-        and the ``pending`` event with the run, in the same statement
-        (``AgentRunRepository.submit_message``): no read first, nothing after."""
-        if thread.status != "active":
-            raise Conflict("thread is archived; unarchive it to continue")
-        return await uow.runs.submit_message(
-            thread=thread,
-            request_id=request_id,
-            input_payload={"input": body},
-            content=body,
-            title=None if thread.title else auto_title(body),
-        )
+            run = await uow.runs.submit_message(
+                uid=uid,
+                thread_id=conversation.thread_id,
+                request_id=rid,
+                input_payload={"input": body},
+                content=body,
+                title=auto_title(body),
+            )
+            if run is None:
+                # The request's run was written meanwhile, by a concurrent retry on its own new
+                # thread: that run is the answer, and this thread is rolled back.
+                existing = await uow.runs.get_by_request(uid, rid)
+                if existing is None:
+                    raise RuntimeError(f"run of request {rid!r} neither written nor found")
+                return existing, False
+            await uow.commit()
+        return run, True
 
     async def resume(self, uid: str, run_id: str, decision: object) -> tuple[AgentRun, bool]:
         """Turn an approve/reject decision on an interrupted run into a ``resume`` run."""
@@ -316,12 +337,27 @@ class ChatService:
             page = await uow.events.owned_page(uid, run_id, after_seq, limit, token_hash=token_hash)
         if page is None:
             raise NotFound("run not found")
-        return StreamPage(
-            events=page.events,
-            settled=page.status in SETTLED_RUN_STATUSES,
-            more=len(page.events) >= limit,
-            token_left=page.token_left,
-        )
+        return StreamPage.of(page, limit)
+
+    async def open_stream(
+        self, token: str, run_id: str, after_seq: int, limit: int = 500
+    ) -> tuple[str, StreamPage]:
+        """An event stream's first page, for the stream's bearer ``token`` alone: the user it
+        authenticates and what :meth:`stream_page` reads for that user's run, in one statement
+        (one snapshot) — a stream opens on one query, not an authentication, an existence check
+        and its first page. A token that authenticates nobody is Unauthorized (before anything
+        of the run is told); another user's run, or one that is gone, is NotFound."""
+        if not well_formed(token):
+            raise Unauthorized("invalid token")
+        async with self._uow.one_statement() as uow:
+            opening = await uow.events.opening_page(
+                hash_credential(token), run_id, after_seq, limit
+            )
+        if opening is None:
+            raise Unauthorized("invalid token")
+        if opening.page is None:
+            raise NotFound("run not found")
+        return opening.uid, StreamPage.of(opening.page, limit)
 
     async def stream_state(
         self, tokens: list[str], run_ids: list[str]

@@ -12,9 +12,9 @@ from typing import Any, Literal, cast
 
 from yuxi.db.models import AgentRun, Conversation, Message, ToolCall
 from yuxi.limits import EVENT_TEXT_BYTES
-from yuxi.repositories.runs.run_event_repository import StreamedEvent
+from yuxi.repositories.runs.run_event_repository import OwnedPage, StreamedEvent
 from yuxi.utils.string_utils import truncate_utf8
-from yuxi.vocabulary import APPROVAL_DECISIONS
+from yuxi.vocabulary import APPROVAL_DECISIONS, SETTLED_RUN_STATUSES
 
 __all__ = [
     "DecisionView",
@@ -224,3 +224,13 @@ class StreamPage:
     settled: bool
     more: bool
     token_left: float | None = None
+
+    @classmethod
+    def of(cls, page: OwnedPage, limit: int) -> StreamPage:
+        """The page a stream sends from what its read found (at most ``limit`` events)."""
+        return cls(
+            events=page.events,
+            settled=page.status in SETTLED_RUN_STATUSES,
+            more=len(page.events) >= limit,
+            token_left=page.token_left,
+        )
