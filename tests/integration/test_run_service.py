@@ -17,6 +17,7 @@ from yuxi.identity import RunIdentity
 from yuxi.services.runs.service import (
     ClaimedRun,
     LeaseLost,
+    PreviousRun,
     ProposedToolCall,
     ReconciledRun,
     RunRecord,
@@ -93,7 +94,7 @@ async def test_every_record_is_fenced_by_the_lease(container: Container) -> None
         runs.record_memory_snapshot(me, "cd" * 32, 4),
         runs.finish(me, "completed"),
         runs.start_subagent(me, "late task"),
-        runs.start(me, attempt=1, snapshot=("ef" * 32, 5), close_open_calls=True),
+        runs.start(me, attempt=1, snapshot=("ef" * 32, 5)),
     ]
     for write in writes:
         with pytest.raises(LeaseLost):
@@ -108,8 +109,7 @@ async def test_one_step_is_one_transaction_all_or_nothing(container: Container) 
     runs = container.services.runs
     claimed = await _claimed(container)
     me = claimed.identity
-    why = await runs.start(me, attempt=1, snapshot=("ab" * 32, 3), close_open_calls=True)
-    assert why is None  # no earlier run in the thread
+    await runs.start(me, attempt=1, snapshot=("ab" * 32, 3))
     events = await _rows(container, "SELECT event_type FROM run_events ORDER BY seq")
     assert [e for (e,) in events][-2:] == ["run_status", "memory_snapshot"]
     before = await _rows(container, "SELECT count(*) FROM run_events")
@@ -278,7 +278,7 @@ async def test_a_steps_events_are_one_append_with_the_seqs_of_one_each(
     runs = container.services.runs
     claimed = await _claimed(container)
     me = claimed.identity
-    await runs.start(me, attempt=1, snapshot=("ab" * 32, 3), close_open_calls=False)
+    await runs.start(me, attempt=1, snapshot=("ab" * 32, 3))
     await runs.record_event(me, "token", {"text": "alone"})  # fenced, one statement
     data: list[dict[str, Any]] = [
         {"text": 'Hé 你好 \u2028 "quoted" \\ back'},
@@ -481,3 +481,47 @@ async def test_a_thread_taken_away_while_its_step_waits_fails_the_whole_step(
     )
     status = await _rows(container, "SELECT status FROM agent_runs WHERE id = :r", r=me.run_id)
     assert status == [("running",)]
+
+
+async def test_the_claim_tells_how_the_threads_previous_run_ended_and_the_start_closes_its_calls(
+    container: Container,
+) -> None:
+    """A chat run's claim reads how the thread's previous chat/resume run ended and whether
+    tool calls are still open (``ClaimedRun.previous``); the start closes them in its one
+    statement, telling why. A first run, and a resume run, are told nothing."""
+    runs, chat = container.services.runs, container.services.chat
+    uid = await make_user(container)
+    thread = (await chat.create_thread(uid)).thread_id
+    first, _ = await chat.submit(uid, thread, "hello qzxfirst")
+    claimed = await runs.claim(first.id)
+    assert claimed is not None and claimed.previous is None
+    await runs.record_tool_calls(
+        claimed.identity, "", [ProposedToolCall("qzx-open", "read_workspace_file", {})]
+    )
+    await sql(
+        container,
+        "UPDATE agent_runs SET status = 'failed', error_code = 'run_error', finished_at = now()"
+        " WHERE id = :id",
+        id=first.id,
+    )
+
+    second, _ = await chat.submit(uid, thread, "again qzxsecond")
+    claimed = await runs.claim(second.id)
+    assert claimed is not None and claimed.previous == PreviousRun("failed", "run_error", True)
+    why = claimed.previous.why
+    assert why is not None and "failed (run_error)" in why
+    with counting(container.engine) as seen:
+        await runs.start(claimed.identity, attempt=1, snapshot=None, previous=claimed.previous)
+    assert len(seen.statements) == 1, seen.statements
+    calls = await _rows(container, "SELECT status, error FROM tool_calls")
+    assert [tuple(c) for c in calls] == [("error", why)]
+    await runs.finish(claimed.identity, "completed", output={"reply": "ok"})
+
+    third, _ = await chat.submit(uid, thread, "and qzxthird")
+    claimed = await runs.claim(third.id)
+    assert claimed is not None and claimed.previous == PreviousRun("completed", None, False)
+    assert claimed.previous.why is None
+    await sql(container, "UPDATE agent_runs SET status = 'interrupted' WHERE id = :id", id=third.id)
+    resume, _ = await chat.resume(uid, third.id, "approve")
+    claimed = await runs.claim(resume.id)
+    assert claimed is not None and claimed.run_type == "resume" and claimed.previous is None

@@ -1,7 +1,8 @@
-"""A run's start on real PostgreSQL: a resume run's checkpoint is read while the start is
-recorded, and a start that finds the lease gone cancels that read (the run is not this worker's
-any more: nothing of it is wanted) and records nothing. A chat run reads the checkpoint itself
-only when the run before it did not complete."""
+"""A run's start on real PostgreSQL: the graph starts (a resume run's checkpoint read, the
+middleware, the first model call) while the start is recorded, and a start that finds the lease
+gone cancels whatever is in flight (the run is not this worker's any more: nothing of it is
+wanted) and records nothing. A chat run reads the checkpoint itself only when the run before it
+did not complete (the claim tells)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import asyncio
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.pregel import Pregel
 
 from tests.support.factories import make_user, sql
+from yuxi.agents.models.offline import OfflineChatModel
 from yuxi.bootstrap import Container
 from yuxi.runtime.worker import Worker
 from yuxi.services.runs.service import LeaseLost, RunService
@@ -31,7 +34,7 @@ async def test_a_start_that_finds_the_lease_gone_cancels_the_checkpoint_read(
             raise
         pytest.fail("the checkpoint read was not cancelled")
 
-    async def lost(self: RunService, identity: Any, **kwargs: Any) -> str | None:
+    async def lost(self: RunService, identity: Any, **kwargs: Any) -> None:
         await asyncio.wait_for(reading.wait(), 20)  # the read runs during the start
         raise LeaseLost(identity.run_id)
 
@@ -75,3 +78,81 @@ async def test_a_chat_run_reads_the_checkpoint_only_after_a_run_that_did_not_com
     assert await asyncio.wait_for(worker.run_once(), 30)
     assert (await chat.get_run(uid, run.id)).status == "completed"
     assert reads == ([] if before == "completed" else ["read"])
+
+
+async def test_a_chat_run_starts_its_graph_while_its_start_is_recorded(
+    container: Container, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start's statement and the graph's start overlap: here the start is held until the
+    graph has read its checkpoint (were they one after the other, this run would never end),
+    and still nothing of the graph is recorded before the start — the run's events are in
+    order, ``running`` before the first token."""
+    graph_started = asyncio.Event()
+    read = AsyncPostgresSaver.aget_tuple
+
+    async def noted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        graph_started.set()
+        return await read(self, *args, **kwargs)
+
+    start = RunService.start
+
+    async def held(self: RunService, identity: Any, **kwargs: Any) -> None:
+        await asyncio.wait_for(graph_started.wait(), 20)
+        await start(self, identity, **kwargs)
+
+    uid = await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello qzxoverlap")
+    monkeypatch.setattr(AsyncPostgresSaver, "aget_tuple", noted)
+    monkeypatch.setattr(RunService, "start", held)
+    assert await asyncio.wait_for(worker.run_once(), 30)
+    assert (await chat.get_run(uid, run.id)).status == "completed"
+    kinds = [(e.event_type, e.data.get("status")) for e in await chat.events_after(uid, run.id)]
+    assert kinds[:2] == [("run_status", "pending"), ("run_status", "running")]
+    assert ("token", None) in kinds and kinds[-1] == ("run_status", "completed")
+
+
+async def test_a_start_that_finds_the_lease_gone_stops_the_model_call(
+    container: Container, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chat run's graph is already calling the model when its start finds the lease gone: the
+    call is cancelled at once (not when the first step would have been recorded), the worker
+    counts the run lost, and nothing of the run is recorded."""
+    calling, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def slow_model(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calling.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        pytest.fail("the model call was not cancelled")
+        yield  # an async generator, as the model's stream is
+
+    async def lost(self: RunService, identity: Any, **kwargs: Any) -> None:
+        await asyncio.wait_for(calling.wait(), 20)  # the model is being called
+        raise LeaseLost(identity.run_id)
+
+    uid = await make_user(container)
+    chat = container.services.chat
+    thread = (await chat.create_thread(uid)).thread_id
+    run, _ = await chat.submit(uid, thread, "hello qzxlostcall")
+    monkeypatch.setattr(OfflineChatModel, "_astream", slow_model)
+    monkeypatch.setattr(OfflineChatModel, "_agenerate", _generating(slow_model))
+    monkeypatch.setattr(RunService, "start", lost)
+    assert await asyncio.wait_for(worker.run_once(), 30)
+    assert worker.stats.lost == 1
+    assert cancelled.is_set(), "the model call outlived the failed start"
+    after = await chat.get_run(uid, run.id)
+    assert after.status == "running" and after.finished_at is None  # not this worker's to end
+    assert [e.event_type for e in await chat.events_after(uid, run.id)] == ["run_status"]
+
+
+def _generating(stream: Any) -> Any:
+    async def generate(self: Any, *args: Any, **kwargs: Any) -> Any:
+        async for _ in stream(self, *args, **kwargs):
+            pass
+
+    return generate

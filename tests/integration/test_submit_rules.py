@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
@@ -21,6 +22,7 @@ from tests.support.waiting import until_waiting_on_a_lock
 from yuxi.bootstrap import Container, open_notifications
 from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING, Notifications
 from yuxi.errors import ActiveRunExists, Conflict, NotFound
+from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
 
 pytestmark = pytest.mark.pg
 
@@ -178,3 +180,31 @@ async def test_a_thread_changed_while_the_submission_waits_for_it_gets_nothing(
             )
         )
     assert tuple(left.one()) == (0, 0)
+
+
+async def test_an_agent_call_that_loses_the_race_for_its_request_id_gets_that_run(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two agent calls with one request id, racing: each finds no run for it and makes a
+    thread; the one whose insert comes second writes nothing (the request has its run) and
+    answers with that run, its own new thread rolled back — a retry, not a conflict."""
+    chat = container.services.chat
+    uid = await make_user(container)
+    run, created = await chat.submit_agent_call(uid, "one shot qzxrace", request_id="qzx-race")
+    assert created
+    real = AgentRunRepository.get_by_request
+    asked: list[str] = []
+
+    async def first_misses(self: AgentRunRepository, uid: str, request_id: str) -> Any:
+        asked.append(request_id)
+        return None if len(asked) == 1 else await real(self, uid, request_id)
+
+    monkeypatch.setattr(AgentRunRepository, "get_by_request", first_misses)
+    again, created_again = await chat.submit_agent_call(
+        uid, "one shot qzxrace", request_id="qzx-race"
+    )
+    assert (again.id, created_again) == (run.id, False)
+    assert asked == ["qzx-race", "qzx-race"]
+    async with container.uow() as uow:
+        calls = await uow.threads.list_conversations(uid, sources=("agent_call",))
+    assert [t.thread_id for t in calls] == [run.conversation_thread_id]

@@ -69,6 +69,10 @@ class _Outcome:
     tokens: int = 0
     #: Records of the step that ended the run's output, for the finishing statement.
     held: list[StreamEvent] = field(default_factory=list)
+    #: The recording of the run's start, in flight while its graph starts.
+    start: asyncio.Future[None] | None = None
+    #: The start found the lease gone and stopped the run's work (``_stop_if_lost``).
+    stopped: bool = False
 
 
 class RunExecutor:
@@ -95,9 +99,16 @@ class RunExecutor:
         try:
             status = await self._execute(claimed, outcome)
         except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if outcome.stopped and task is not None and task.uncancel() == 0:
+                # Cancelled by its own start, which found the lease gone (and nobody else).
+                raise LeaseLost(identity.run_id) from None
             status = "cancelled"
             raise
         finally:
+            if outcome.start is not None:  # done by now, unless the run ended first
+                outcome.start.cancel()
+                await asyncio.gather(outcome.start, return_exceptions=True)
             if status:
                 took = time.perf_counter() - outcome.started
                 self._runtime.metrics.run_finished(status, took)
@@ -112,6 +123,11 @@ class RunExecutor:
                 runtime=self._runtime,
                 workspace=self._workspace_for(identity.uid),
             )
+            # The run's start is recorded while its graph starts (the checkpoint read, the
+            # middleware, the first model call): nothing of the run is recorded, and no tool
+            # runs, before it is — every step waits for it first (``_started``).
+            outcome.start = asyncio.ensure_future(self._start(claimed, assembled))
+            outcome.start.add_done_callback(_stop_if_lost(outcome))
             graph = assembled.graph
             graph_input = await build_graph_input(claimed, self._services.runs)
             config: RunnableConfig = {
@@ -122,26 +138,12 @@ class RunExecutor:
             # needed twice, and only then: a resume run's graph emits the interrupted step's
             # model message again (LangChain's approval middleware), which must not be recorded
             # twice; and a chat run whose predecessor did not complete must answer the calls it
-            # left open (``why``). A chat run after a completed one (or none) reads nothing here:
-            # its graph emits only messages it makes, and a completed run left no call open
-            # (its limits fail a run rather than end it early). A resume run's read goes on
-            # while the start is recorded: neither needs the other (different connections).
-            reading = (
-                None
-                if claimed.run_type == "chat"
-                else asyncio.create_task(graph.aget_state(config))
-            )
-            try:
-                why = await self._start(claimed, assembled)
-            except BaseException:  # LeaseLost, cancelled, failed: the read is not wanted
-                if reading is not None:
-                    reading.cancel()
-                    await asyncio.gather(reading, return_exceptions=True)
-                raise
+            # left open (``why``, read by the claim). A chat run after a completed one (or
+            # none) reads nothing here: its graph emits only messages it makes, and a completed
+            # run left no call open (its limits fail a run rather than end it early).
+            why = None if claimed.previous is None else claimed.previous.why
             checkpoint: StateSnapshot | None = None
-            if reading is not None:
-                checkpoint = await reading
-            elif why is not None:
+            if claimed.run_type != "chat" or why is not None:
                 checkpoint = await graph.aget_state(config)
             earlier = (checkpoint.values or {}).get("messages", []) if checkpoint else []
             graph_input = _with_closures(claimed, earlier, why, graph_input)
@@ -189,24 +191,40 @@ class RunExecutor:
         )
         return "completed"
 
-    async def _start(self, claimed: ClaimedRun, assembled: AssembledGraph) -> str | None:
-        """The run's start, one fenced statement: its ``running`` event, the memory snapshot it sees
-        and, for a chat run, the tool calls an earlier run left open (it was cancelled, failed
-        or lost its lease between a call and its result) closed in the thread's records. How
-        the run before ended, when it did not complete (None: it completed, no run did, or this
-        is not a chat run)."""
+    async def _start(self, claimed: ClaimedRun, assembled: AssembledGraph) -> None:
+        """The run's start, one fenced statement: its ``running`` event, the memory snapshot it
+        sees and, for a chat run, the tool calls an earlier run left open (it was cancelled,
+        failed or lost its lease between a call and its result) closed in the thread's records
+        (the claim read them)."""
         snapshot = assembled.snapshot
-        return await self._services.runs.start(
+        await self._services.runs.start(
             claimed.identity,
             attempt=claimed.attempt,
             snapshot=None if snapshot is None else (snapshot.sha256, snapshot.size),
-            close_open_calls=claimed.run_type == "chat",
+            previous=claimed.previous,
         )
+
+    @staticmethod
+    async def _started(outcome: _Outcome, *, failing: bool = False) -> None:
+        """Once the run's start is recorded. Its failure is the run's (LeaseLost: it is no
+        longer this worker's run) — except, when the run is being recorded as failed anyway
+        (``failing``), a failure that is not LeaseLost: it is what the run failed of, and the
+        end is still recorded (fenced by the lease, as ever)."""
+        if outcome.start is None:
+            return
+        try:
+            await outcome.start
+        except LeaseLost:
+            raise
+        except Exception:
+            if not failing:
+                raise
 
     async def _step(
         self, claimed: ClaimedRun, records: list[StreamEvent], outcome: _Outcome
     ) -> None:
-        """Record what one step of the graph produced, in one fenced statement.
+        """Record what one step of the graph produced, in one fenced statement, once the run's
+        start is recorded.
 
         A step that ends the run's output (the reply, an interruption) is held instead and
         recorded in the statement that finishes the run (:meth:`_finish`), a moment later:
@@ -221,6 +239,7 @@ class RunExecutor:
         if isinstance(records[-1], AssistantReplied | InterruptRequested):
             outcome.held = records
             return
+        await self._started(outcome)
         async with self._services.runs.recording(claimed.identity) as run_record:
             for record in records:
                 _write(run_record, record)
@@ -235,7 +254,9 @@ class RunExecutor:
         error_code: str | None = None,
         error_message: str | None = None,
     ) -> None:
-        """The held records (if any) and the run's end, in one fenced statement."""
+        """The held records (if any) and the run's end, in one fenced statement, once the
+        run's start is recorded."""
+        await self._started(outcome, failing=status == "failed")
         held, outcome.held = outcome.held, []
         async with self._services.runs.recording(claimed.identity) as run_record:
             for record in held:
@@ -256,6 +277,21 @@ class RunExecutor:
                 outcome.reply = content
             case InterruptRequested(request=request):
                 outcome.interrupt = request
+
+
+def _stop_if_lost(outcome: _Outcome) -> Callable[[asyncio.Future[None]], None]:
+    """A done-callback for the run's start: a start that found the lease gone cancels the
+    run's task at once — whatever it is doing then (a checkpoint read, the middleware, a model
+    call) is not wanted: the run is no longer this worker's. ``execute`` turns that
+    cancellation into :class:`LeaseLost`."""
+    run = asyncio.current_task()
+
+    def stop(start: asyncio.Future[None]) -> None:
+        if run is not None and not start.cancelled() and isinstance(start.exception(), LeaseLost):
+            outcome.stopped = True
+            run.cancel()
+
+    return stop
 
 
 def _with_closures(

@@ -31,6 +31,7 @@ from sqlalchemy.orm import aliased
 
 from yuxi.db.models import AgentRun, UserConfig
 from yuxi.db.prebuilt import PrebuiltStatement
+from yuxi.repositories.runs.tool_call_repository import open_in_thread
 from yuxi.vocabulary import (
     CLAIMABLE_RUN_TYPES,
     LEASE_EXPIRED,
@@ -119,7 +120,40 @@ CLAIM_COLUMNS = (
     "created_by_run_id",
     "more_pending",
     "memory_enabled",
+    "previous_status",
+    "previous_error_code",
+    "open_calls",
 )
+
+
+def _previous_run() -> tuple[Any, ...]:
+    """How the claimed run's thread's previous run ended — the newest other chat/resume run's
+    ``previous_status`` and ``previous_error_code`` (NULL: none) — and whether the thread has
+    tool calls still open (``open_calls``), read by the claim: the run starts from them (a chat
+    run answers the calls an earlier run left open). They cannot change once the run is
+    claimed: the thread's other top-level runs are settled (one active run per thread), and a
+    settled run's worker can no longer write (its steps are fenced by its lease)."""
+    previous = _TABLE.alias("previous")
+    types = or_(*(previous.c.run_type == literal_column(f"'{t}'") for t in CLAIMABLE_RUN_TYPES))
+
+    def newest(column: Any) -> Any:
+        return (
+            select(column)
+            .where(
+                previous.c.conversation_thread_id == _RUNS.conversation_thread_id,
+                previous.c.id != _RUNS.id,
+                types,
+            )
+            .order_by(previous.c.created_at.desc(), previous.c.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+
+    return (
+        newest(previous.c.status).label("previous_status"),
+        newest(previous.c.error_code).label("previous_error_code"),
+        exists().where(open_in_thread(_RUNS.uid, _RUNS.conversation_thread_id)).label("open_calls"),
+    )
 
 
 def _claim(candidate: Any) -> PrebuiltStatement:
@@ -142,9 +176,10 @@ def _claim(candidate: Any) -> PrebuiltStatement:
             started_at=func.coalesce(_RUNS.started_at, func.now()),
         )
         .returning(
-            *(_RUNS[name] for name in CLAIM_COLUMNS[:-2]),
+            *(_RUNS[name] for name in CLAIM_COLUMNS[:-5]),
             exists(others).label("more_pending"),
             func.coalesce(_switch, false()).label("memory_enabled"),
+            *_previous_run(),
         )
     )
 

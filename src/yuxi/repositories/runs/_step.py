@@ -17,7 +17,6 @@ single statement is atomic by itself)::
          finished AS (UPDATE tool_calls … the newest call of each id in the thread … WHERE go),
          closed   AS (UPDATE tool_calls … <open in thread> AND id NOT IN finished AND go),
          run      AS (UPDATE agent_runs SET <snapshot | end> WHERE <owned live lease> AND go),
-         previous AS (<how the thread's previous run ended>),
          events   AS (INSERT INTO run_events … FROM jsonb_array_elements(:events) … WHERE go)
     SELECT EXISTS (SELECT FROM fence) AS fenced, EXISTS (SELECT FROM touched) AS threaded, …
 
@@ -40,7 +39,7 @@ shape, built on first use). The rules it keeps, each as the transaction kept it:
   the statement: :meth:`yuxi.repositories.runs.step_repository.StepWrites.parameters`); a call
   the step finishes is kept out of the step's close (``NOT IN finished``: one row is never
   updated twice). The snapshot is taken before the statement waits for a lock: what it only
-  reads — the run's last event seq, how the previous run ended — is as of its start. Only the
+  reads — the run's last event seq — is as of its start. Only the
   lease's owner appends to a running run's events (reconciliation does once the lease is gone,
   and then the fence refuses the step), so no wait can hide an event from it.
 * **The lock order is the transaction's**: the run's row (the fence), then the thread's row
@@ -79,7 +78,6 @@ from yuxi.db.notifications import RUN_EVENTS
 from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.repositories.notify import notify_value
 from yuxi.repositories.runs._lease import owned_live_lease
-from yuxi.repositories.runs._submission import PREVIOUS_RUN
 from yuxi.repositories.runs.tool_call_repository import open_in_thread
 
 __all__ = ["StepShape", "step_statement"]
@@ -112,8 +110,6 @@ class StepShape:
     snapshot: bool = False
     #: The run's end, on its row.
     finishes: bool = False
-    #: How the thread's previous run ended, read (a chat run's start).
-    reads_previous: bool = False
 
 
 def _elements(name: str, alias: str, *, ordinal: bool = False) -> Any:
@@ -152,8 +148,7 @@ def step_statement(shape: StepShape) -> PrebuiltStatement:
 
     One row: ``fenced`` (the worker owns a live lease: false, nothing written), ``threaded``
     (with messages: the thread is there; false, nothing written), ``ended`` (with ``finishes``:
-    the run's row settled) and, with ``reads_previous``, ``previous_status``,
-    ``previous_error_code`` and ``previous_open_calls`` (NULL: no previous run)."""
+    the run's row settled)."""
     if shape.snapshot and shape.finishes:
         raise ValueError("a step records a snapshot or an end, not both")
     if shape.new_calls and not shape.messages:
@@ -311,14 +306,6 @@ def step_statement(shape: StepShape) -> PrebuiltStatement:
         writes.append(run)
         if shape.finishes:
             columns.append(_exists(run).label("ended"))
-
-    if shape.reads_previous:
-        previous = cast(Any, PREVIOUS_RUN.statement).cte("previous")
-        columns += [
-            select(previous.c.status).scalar_subquery().label("previous_status"),
-            select(previous.c.error_code).scalar_subquery().label("previous_error_code"),
-            select(previous.c.open_calls).scalar_subquery().label("previous_open_calls"),
-        ]
 
     writes.append(_events(run_id, go, ids))
     return PrebuiltStatement(select(*columns).add_cte(*writes))

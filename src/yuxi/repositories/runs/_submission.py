@@ -1,12 +1,11 @@
-"""The statements of a run's submission and start, built once on the table and run prebuilt
-(:mod:`yuxi.db.prebuilt`): every chat message inserts a run, and every chat run reads how the
-thread's previous one ended."""
+"""The statements of a run's submission, built once on the table and run prebuilt
+(:mod:`yuxi.db.prebuilt`): every chat message inserts a run."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import CTE, String, Table, bindparam, exists, literal_column, or_, select, true
+from sqlalchemy import CTE, String, Table, bindparam, literal_column, or_, select, true
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.dialects.postgresql import insert
 
@@ -16,26 +15,23 @@ from yuxi.db.prebuilt import PrebuiltStatement
 from yuxi.repositories.message_statements import message_ctes
 from yuxi.repositories.notify import notify_value
 from yuxi.repositories.runs.run_event_repository import append_insert
-from yuxi.repositories.runs.tool_call_repository import open_in_thread
 from yuxi.vocabulary import CLAIMABLE_RUN_TYPES
 
-__all__ = ["INSERT_RUN", "NEW_RUN_FIELDS", "PREVIOUS_RUN", "SUBMIT_MESSAGE", "run_of"]
+__all__ = ["INSERT_RUN", "NEW_RUN_FIELDS", "SUBMIT_MESSAGE", "run_of"]
 
 _TABLE = cast(Table, AgentRun.__table__)
 _RUNS = _TABLE.c
 _THREADS = cast(Table, Conversation.__table__).c
 
 
-def _latest_top_level(*columns: Any, other_than: Any = None) -> Any:
-    """The newest chat/resume run of the thread ``thread_id`` (other than ``other_than``)."""
+def _latest_top_level(*columns: Any) -> Any:
+    """The newest chat/resume run of the thread ``thread_id``."""
     where = [
         AgentRun.conversation_thread_id == bindparam("thread_id", type_=String),
         # SQL literals, not an IN list of bind parameters (an expanding list is rendered per
         # call): the insert of a new run asks this prebuilt.
         or_(*(AgentRun.run_type == literal_column(f"'{t}'") for t in CLAIMABLE_RUN_TYPES)),
     ]
-    if other_than is not None:
-        where.append(AgentRun.id != other_than)
     return (
         select(*columns)
         .where(*where)
@@ -45,18 +41,6 @@ def _latest_top_level(*columns: Any, other_than: Any = None) -> Any:
 
 
 _LATEST_STATUS = _latest_top_level(AgentRun.status)
-#: Read as every chat run starts: built once and run prebuilt.
-PREVIOUS_RUN = PrebuiltStatement(
-    _latest_top_level(
-        AgentRun.status,
-        AgentRun.error_code,
-        exists()
-        .where(open_in_thread(bindparam("uid", type_=String), bindparam("thread_id", type_=String)))
-        .label("open_calls"),
-        other_than=bindparam("run_id", type_=String),
-    )
-)
-
 
 #: The columns a new run is inserted with, in order (:func:`_insert_run`).
 NEW_RUN_FIELDS = (

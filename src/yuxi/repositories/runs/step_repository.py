@@ -20,21 +20,12 @@ from yuxi.repositories.runs._step import StepShape, step_statement
 from yuxi.vocabulary import SETTLED_RUN_STATUSES
 
 __all__ = [
-    "PreviousRun",
     "RunStepRepository",
     "StepResult",
     "StepShape",
     "StepWrites",
     "step_statement",
 ]
-
-
-class PreviousRun(NamedTuple):
-    """How a thread's previous run ended, and whether the thread has tool calls still open."""
-
-    status: str
-    error_code: str | None
-    open_calls: bool
 
 
 class StepResult(NamedTuple):
@@ -45,7 +36,6 @@ class StepResult(NamedTuple):
     threaded: bool
     #: With an end: the run's row settled (the fence held, so it is whenever both above are).
     ended: bool
-    previous: PreviousRun | None
 
 
 @dataclass
@@ -60,7 +50,6 @@ class StepWrites:
     close_error: str | None = None
     snapshot: tuple[str, int] | None = None
     end: dict[str, Any] | None = None
-    reads_previous: bool = False
 
     def message(
         self, role: str, content: str, message_type: str, metadata: dict[str, Any] | None
@@ -131,7 +120,6 @@ class StepWrites:
             closes_calls=self.close_error is not None,
             snapshot=self.snapshot is not None,
             finishes=self.end is not None,
-            reads_previous=self.reads_previous,
         )
         params: dict[str, Any] = {"events": self.events}
         if self.messages:
@@ -184,9 +172,4 @@ class RunStepRepository:
         row = await step_statement(shape).one(self.session, params)
         threaded = bool(row.threaded) if shape.messages else True
         ended = bool(row.ended) if shape.finishes else False
-        previous = None
-        if shape.reads_previous and row.previous_status is not None:
-            previous = PreviousRun(
-                row.previous_status, row.previous_error_code, bool(row.previous_open_calls)
-            )
-        return StepResult(bool(row.fenced), threaded, ended, previous)
+        return StepResult(bool(row.fenced), threaded, ended)

@@ -41,11 +41,6 @@ class RunRecord:
         self.writes.snapshot = (sha256, size)
         self.event("memory_snapshot", {"sha256": sha256, "size": size})
 
-    def read_previous_run(self) -> None:
-        """Read how the thread's previous chat/resume run ended, and whether the thread has
-        tool calls still open (:attr:`StepResult.previous`)."""
-        self.writes.reads_previous = True
-
     def close_open_tool_calls(self, why: str) -> None:
         """Close the thread's tool calls an earlier run left open (cancelled, failed, lease
         lost, crashed), answered with ``why``."""

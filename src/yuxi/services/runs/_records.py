@@ -15,6 +15,7 @@ __all__ = [
     "ClaimedRun",
     "Heartbeat",
     "LeaseLost",
+    "PreviousRun",
     "ProposedToolCall",
     "ReconciledRun",
     "ToolOutcome",
@@ -25,6 +26,24 @@ __all__ = [
 
 class LeaseLost(Exception):
     """This worker no longer owns the run (its lease expired, was reconciled or taken over)."""
+
+
+@dataclass(frozen=True)
+class PreviousRun:
+    """How a chat run's thread's previous chat/resume run ended, and whether the thread has
+    tool calls still open (an earlier run was cancelled, failed or lost its lease between a
+    call and its result), as the claim read them."""
+
+    status: str
+    error_code: str | None
+    open_calls: bool
+
+    @property
+    def why(self) -> str | None:
+        """What the calls that run left open are told — None when it completed: a completed
+        run's graph answered every call it made (its limits fail a run rather than end it
+        early), so nothing of it is left open, in the records or in the checkpoint."""
+        return None if self.status == "completed" else not_completed(self.status, self.error_code)
 
 
 @dataclass(frozen=True)
@@ -42,6 +61,8 @@ class ClaimedRun:
     #: The owner's memory switch as the claim that starts the run read it: the run is
     #: assembled for this answer (design.md §2).
     memory_enabled: bool = False
+    #: A chat run's thread's previous run (None: there is none, or this is not a chat run).
+    previous: PreviousRun | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +115,11 @@ def claimed_run(row: Any) -> ClaimedRun:
         created_by_run_id=row.created_by_run_id,
         more_pending=bool(row.more_pending),
         memory_enabled=bool(row.memory_enabled),
+        previous=(
+            PreviousRun(row.previous_status, row.previous_error_code, bool(row.open_calls))
+            if row.run_type == "chat" and row.previous_status is not None
+            else None
+        ),
     )
 
 

@@ -27,6 +27,7 @@ from yuxi.services.runs._records import (
     ClaimedRun,
     Heartbeat,
     LeaseLost,
+    PreviousRun,
     ProposedToolCall,
     ReconciledRun,
     ToolOutcome,
@@ -43,6 +44,7 @@ __all__ = [
     "ClaimedRun",
     "Heartbeat",
     "LeaseLost",
+    "PreviousRun",
     "ProposedToolCall",
     "ReconciledRun",
     "RunRecord",
@@ -187,31 +189,19 @@ class RunService:
         *,
         attempt: int,
         snapshot: tuple[str, int] | None,
-        close_open_calls: bool,
-    ) -> str | None:
+        previous: PreviousRun | None = None,
+    ) -> None:
         """A run starts, in one fenced statement: its ``running`` event, the memory snapshot
-        it will see (sha256 and size; None: memory off) and, for a chat run, how the thread's
-        previous run ended. Returns how that run ended when it did not complete (None: it
-        completed, or none did). Tool calls an earlier run left open (it was cancelled, failed
-        or lost its lease between a call and its result) are closed then, in a second fenced
-        statement: the close needs the answer the first one reads, and is rare."""
+        it will see (sha256 and size; None: memory off) and, for a chat run whose claim found
+        tool calls an earlier run left open (``previous``: it was cancelled, failed or lost its
+        lease between a call and its result), those calls closed in the thread's records."""
         start = RunRecord()
         start.event("run_status", {"status": "running", "attempt": attempt})
         if snapshot is not None:
             start.memory_snapshot(*snapshot)
-        if close_open_calls:
-            start.read_previous_run()
-        previous = (await self._write(identity, start)).previous
-        if previous is None:
-            return None
-        why = not_completed(previous.status, previous.error_code)
-        if previous.open_calls:  # read with the previous run: no statement when none is open
-            closing = RunRecord()
-            closing.close_open_tool_calls(why)
-            await self._write(identity, closing)
-        # A completed run's graph answered every call it made: nothing of it is left to close,
-        # in the records or in the checkpoint.
-        return None if previous.status == "completed" else why
+        if previous is not None and previous.open_calls:
+            start.close_open_tool_calls(not_completed(previous.status, previous.error_code))
+        await self._write(identity, start)
 
     async def record_event(
         self, identity: RunIdentity, event_type: str, data: dict[str, Any]
