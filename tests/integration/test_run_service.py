@@ -514,8 +514,18 @@ async def test_the_claim_tells_how_the_threads_previous_run_ended_and_the_start_
         await runs.start(claimed.identity, attempt=1, snapshot=None, previous=claimed.previous)
     assert len(seen.statements) == 1, seen.statements
     calls = await _rows(container, "SELECT status, error FROM tool_calls")
-    assert [tuple(c) for c in calls] == [("error", why)]
+    assert [tuple(c) for c in calls] == [("error", why)]  # the only call there is, closed
     await runs.finish(claimed.identity, "completed", output={"reply": "ok"})
+
+    # Another user's call still open (their run in flight) is nothing to this thread.
+    other = await make_user(container, name="qzxother")
+    their = (await chat.create_thread(other)).thread_id
+    theirs, _ = await chat.submit(other, their, "theirs qzxtheirs")
+    claimed_theirs = await runs.claim(theirs.id)
+    assert claimed_theirs is not None
+    await runs.record_tool_calls(
+        claimed_theirs.identity, "", [ProposedToolCall("qzx-theirs", "read_workspace_file", {})]
+    )
 
     third, _ = await chat.submit(uid, thread, "and qzxthird")
     claimed = await runs.claim(third.id)

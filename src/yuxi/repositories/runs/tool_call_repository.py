@@ -30,6 +30,10 @@ def open_in_thread(uid: Any, thread_id: Any) -> ColumnElement[bool]:
         select(Message.id)
         .join(Conversation, Conversation.id == Message.conversation_id)
         .where(Conversation.thread_id == thread_id, Conversation.uid == uid)
+        # Columns of an enclosing statement (a claimed run's uid and thread, two levels up)
+        # are correlated to it, never joined in here: SQLAlchemy correlates on its own only to
+        # the statement just around.
+        .correlate_except(Message, Conversation)
     )
     return and_(_CALLS.status == "pending", _CALLS.message_id.in_(messages))
 
