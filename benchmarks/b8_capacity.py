@@ -292,7 +292,13 @@ async def _level(
     people = await _users(env, users, tag)
     turns: list[_Turn] = []
     errors: list[str] = []
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    # An idle connection is dropped well before the server's keep-alive timeout (uvicorn's
+    # 5 s, the same as httpx's default expiry): a request sent on a connection the server is
+    # closing that very moment fails (ReadError, "Server disconnected without sending a
+    # response") — the client's race, not the server's error, and at 300 users it happened.
+    limits = httpx.Limits(
+        max_connections=None, max_keepalive_connections=None, keepalive_expiry=2.0
+    )
     timeout = httpx.Timeout(600.0)
     clients = [httpx.AsyncClient(base_url=u, limits=limits, timeout=timeout) for u in apis]
     watch_stop, most = asyncio.Event(), [0, 0]

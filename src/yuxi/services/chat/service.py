@@ -40,9 +40,7 @@ from yuxi.services.chat.views import (
 from yuxi.services.memory import ThreadForgetView, ThreadMemory, ThreadMemoryView
 from yuxi.services.unit_of_work import UnitOfWork, UnitOfWorkFactory
 from yuxi.utils.string_utils import check_text
-from yuxi.vocabulary import (
-    AGENT_CALL_SOURCES,
-)
+from yuxi.vocabulary import AGENT_CALL_SOURCES
 from yuxi.workspace.filesystem import Workspace
 
 
