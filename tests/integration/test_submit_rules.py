@@ -22,6 +22,7 @@ from tests.support.waiting import until_waiting_on_a_lock
 from yuxi.bootstrap import Container, open_notifications
 from yuxi.db.notifications import RUN_CANCEL, RUN_PENDING, Notifications
 from yuxi.errors import ActiveRunExists, Conflict, NotFound
+from yuxi.limits import THREAD_ID_MAX_CHARS
 from yuxi.repositories.runs.agent_run_repository import AgentRunRepository
 
 pytestmark = pytest.mark.pg
@@ -208,3 +209,28 @@ async def test_an_agent_call_that_loses_the_race_for_its_request_id_gets_that_ru
     async with container.uow() as uow:
         calls = await uow.threads.list_conversations(uid, sources=("agent_call",))
     assert [t.thread_id for t in calls] == [run.conversation_thread_id]
+
+
+async def test_a_thread_id_at_its_limit_is_a_thread_and_one_over_is_not_found(
+    container: Container,
+) -> None:
+    """A thread id is at most ``THREAD_ID_MAX_CHARS`` characters (the column's): a thread whose
+    id is that long takes a message; an id one longer names no thread — a 404, and nothing is
+    written (the submission's insert would refuse such a value for its column even when it
+    inserts no row: a 500, which the hostile-input tier caught)."""
+    chat = container.services.chat
+    uid = await make_user(container)
+    longest = "t" * THREAD_ID_MAX_CHARS
+    await sql(
+        container,
+        "INSERT INTO conversations (thread_id, uid, title, status, source, metadata)"
+        " VALUES (:t, :u, '', 'active', 'chat', '{}')",
+        t=longest,
+        u=uid,
+    )
+    run, created = await chat.submit(uid, longest, "at the limit 边界 qzxlimit")
+    assert created and run.conversation_thread_id == longest
+    with pytest.raises(NotFound):
+        await chat.submit(uid, longest + "t", "one over qzxover", request_id="qzx-over")
+    async with container.uow() as uow:
+        assert await uow.runs.get_by_request(uid, "qzx-over") is None

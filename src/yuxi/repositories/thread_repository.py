@@ -53,24 +53,14 @@ class AddedMessage(NamedTuple):
 
 
 class ThreadRef(NamedTuple):
-    """What a run's submission needs of its thread, read in one prebuilt statement (no ORM
-    entity): its key, owner, public id, status and title."""
+    """A thread's key, owner, public id, status and title, read in one prebuilt statement (no
+    ORM entity): what a submission that wrote nothing reads to say why."""
 
     id: int
     uid: str
     thread_id: str
     status: str
     title: str
-
-    @classmethod
-    def of(cls, conversation: Conversation) -> ThreadRef:
-        return cls(
-            conversation.id,
-            conversation.uid,
-            conversation.thread_id,
-            conversation.status,
-            conversation.title,
-        )
 
 
 _THREADS = cast(Table, Conversation.__table__).c
@@ -124,7 +114,7 @@ class ThreadRepository:
 
     async def get_owned_ref(self, uid: str, thread_id: str) -> ThreadRef | None:
         """:meth:`get_owned`'s thread as a :class:`ThreadRef`: one prebuilt statement, for a
-        hot path that only reads it (a run's submission)."""
+        caller that only reads it (why a submission wrote nothing)."""
         row = await _OWNED_REF.first(self.session, {"thread_id": thread_id, "uid": uid})
         return None if row is None else ThreadRef(*row)
 
