@@ -216,8 +216,9 @@ async def test_a_thread_id_at_its_limit_is_a_thread_and_one_over_is_not_found(
 ) -> None:
     """A thread id is at most ``THREAD_ID_MAX_CHARS`` characters (the column's): a thread whose
     id is that long takes a message; an id one longer names no thread — a 404, and nothing is
-    written (the submission's insert would refuse such a value for its column even when it
-    inserts no row: a 500, which the hostile-input tier caught)."""
+    written. (The submission's insert writes the thread's own id, from its row: a caller's
+    string too long for the column would be refused even with no row to insert — a 500, which
+    the hostile-input tier caught.)"""
     chat = container.services.chat
     uid = await make_user(container)
     longest = "t" * THREAD_ID_MAX_CHARS

@@ -121,9 +121,10 @@ class RunCreation:
         reads which (:meth:`request_run`). A second active run on the thread is
         :class:`ActiveRunExists`, and nothing is written."""
         run_id = str(uuid.uuid4())
-        params = _new_run(
-            run_id, uid, thread_id, request_id, "chat", "pending", input_payload, None
-        )
+        # The run's owner and thread are not parameters: the statement takes them from the
+        # thread's row it holds.
+        params = _new_run(run_id, None, None, request_id, "chat", "pending", input_payload, None)
+        del params["v_uid"], params["v_conversation_thread_id"]
         params.update(
             message_params("user", content, "text", None, None, None, run_id),
             uid=uid,

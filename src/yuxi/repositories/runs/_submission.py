@@ -63,9 +63,17 @@ def _run_insert(*, unless_awaiting_decision: bool, wakes: bool, on: CTE | None =
     """``INSERT INTO agent_runs … SELECT <values> [FROM on] [WHERE <thread not awaiting a
     decision>] ON CONFLICT (uid, request_id) DO NOTHING RETURNING <the row>[,
     pg_notify(run_pending)]``. The values are the parameters ``v_<column>`` (SQLAlchemy keeps
-    the columns' own names for itself); ``on``: a CTE whose rows the insert needs (no row, no
-    run)."""
-    row = select(*(bindparam(f"v_{name}", type_=_RUNS[name].type) for name in NEW_RUN_FIELDS))
+    the columns' own names for itself) — but with ``on``, a thread's row the insert needs (no
+    row, no run), the run's owner and thread are that row's own ``uid`` and ``thread_id``: the
+    values written are the table's, never a caller's string (which PostgreSQL would refuse for
+    the column when too long, even with no row to insert)."""
+    taken = {} if on is None else {"uid": on.c.uid, "conversation_thread_id": on.c.thread_id}
+    row = select(
+        *(
+            taken.get(name, bindparam(f"v_{name}", type_=_RUNS[name].type))
+            for name in NEW_RUN_FIELDS
+        )
+    )
     if on is not None:
         row = row.select_from(on)
     if unless_awaiting_decision:
@@ -104,9 +112,11 @@ def _submission_statement() -> PrebuiltStatement:
     thread (the thread touched, and titled ``:title`` if it has no title, ``message_ctes``) and
     the run's ``pending`` event (``append_insert``, notifying its listeners)::
 
-        WITH thread AS (SELECT id FROM conversations WHERE thread_id = :thread_id
-                        AND uid = :uid AND status = 'active' FOR SHARE),
-             run AS (INSERT INTO agent_runs … SELECT … FROM thread WHERE <not awaiting>
+        WITH thread AS (SELECT id, uid, thread_id FROM conversations
+                        WHERE thread_id = :thread_id AND uid = :uid AND status = 'active'
+                        FOR SHARE),
+             run AS (INSERT INTO agent_runs … SELECT <thread.uid, thread.thread_id, …>
+                     FROM thread WHERE <not awaiting>
                      ON CONFLICT DO NOTHING RETURNING …),
              touched AS (UPDATE conversations … WHERE thread_id = :thread_id AND uid = :uid
                          AND EXISTS (SELECT FROM run) RETURNING …),
@@ -125,7 +135,7 @@ def _submission_statement() -> PrebuiltStatement:
     commits — so ``touched`` finds it. The message's and the event's ``run_id`` is the run's
     own ``v_id``."""
     thread = (
-        select(_THREADS.id)
+        select(_THREADS.id, _THREADS.uid, _THREADS.thread_id)
         .where(
             _THREADS.thread_id == bindparam("thread_id", type_=String),
             _THREADS.uid == bindparam("uid", type_=String),

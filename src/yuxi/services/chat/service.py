@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from yuxi.db.models import AgentRun, Conversation
 from yuxi.errors import Conflict, InvalidArgument, NotFound, Unauthorized
-from yuxi.limits import RUN_INPUT_MAX_BYTES, THREAD_ID_MAX_CHARS, TITLE_MAX_CHARS, TRASH_DAYS
+from yuxi.limits import RUN_INPUT_MAX_BYTES, TITLE_MAX_CHARS, TRASH_DAYS
 from yuxi.repositories.runs.run_event_repository import StreamedEvent
 from yuxi.repositories.thread_repository import ThreadRef
 from yuxi.repositories.token_repository import hash_credential, well_formed
@@ -201,10 +201,6 @@ class ChatService:
         to answer which rule refused it (:meth:`_not_submitted`)."""
         body = check_text("input", text, max_bytes=RUN_INPUT_MAX_BYTES)
         rid = check_request_id(request_id)
-        if len(thread_id) > THREAD_ID_MAX_CHARS:
-            # Names no thread; and the statement's insert would refuse the value for its
-            # column even when it inserts no row (a 500, not a 404).
-            raise NotFound("thread not found")
         async with self._uow.one_statement() as uow:
             run = await uow.runs.submit_message(
                 uid=uid,
