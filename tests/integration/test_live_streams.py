@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import math
-from typing import Any
+from collections.abc import AsyncGenerator
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -38,6 +39,18 @@ async def _pending_run(container: Container, uid: str) -> str:
     return run.id
 
 
+async def _expire(container: Container, token: str) -> None:
+    """``token`` expired a second ago, by the database clock."""
+    async with container.session_factory() as s, s.begin():
+        await s.execute(
+            text(
+                "UPDATE api_tokens SET expires_at = now() - interval '1 second' "
+                "WHERE token_hash = :h"
+            ),
+            {"h": hash_credential(token)},
+        )
+
+
 async def test_each_page_tells_whether_the_streams_token_still_authenticates_its_user(
     container: Container,
 ) -> None:
@@ -57,14 +70,7 @@ async def test_each_page_tells_whether_the_streams_token_still_authenticates_its
     assert (await chat.stream_page(owner.uid, run_id, 0)).token_left is None
     # Expired by the database clock, or revoked: none either — and the events are still read
     # (the route sends none of them: it ends the stream first).
-    async with container.session_factory() as s, s.begin():
-        await s.execute(
-            text(
-                "UPDATE api_tokens SET expires_at = now() - interval '1 second' "
-                "WHERE token_hash = :h"
-            ),
-            {"h": hash_credential(expiring)},
-        )
+    await _expire(container, expiring)
     assert (await chat.stream_page(owner.uid, run_id, 0, token=expiring)).token_left is None
     assert await users.revoke_tokens(owner.uid)
     revoked = await chat.stream_page(owner.uid, run_id, 0, token=owner.token)
@@ -137,14 +143,7 @@ async def test_a_stream_opens_on_its_token_alone_and_a_bad_token_is_refused_firs
         for run in (run_id, "no-such-run"):
             with pytest.raises(Unauthorized):
                 await chat.open_stream(bad, run, 0)
-    async with container.session_factory() as s, s.begin():
-        await s.execute(
-            text(
-                "UPDATE api_tokens SET expires_at = now() - interval '1 second' "
-                "WHERE token_hash = :h"
-            ),
-            {"h": hash_credential(expiring)},
-        )
+    await _expire(container, expiring)
     with pytest.raises(Unauthorized):
         await chat.open_stream(expiring, run_id, 0)
     assert await users.revoke_tokens(owner.uid)
@@ -190,4 +189,49 @@ def _request(app: Any, run_id: str, token: str) -> Request:
         "headers": [(b"authorization", f"Bearer {token}".encode())],
         "query_string": b"",
     }
-    return Request(scope)
+
+    async def never() -> Any:  # the client neither sends nor leaves
+        await asyncio.Event().wait()
+
+    return Request(scope, receive=never)
+
+
+async def test_an_event_committed_right_after_a_streams_first_read_still_wakes_it(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream takes its run's wake-ups before its first read (``ChatService.open_stream``):
+    an event committed after that read — its notification heard by the process before the
+    stream's body even starts — still wakes the stream at once. Were the subscription taken
+    after the read, the stream would sleep until the safety sweep (an hour here)."""
+    users, chat = container.services.users, container.services.chat
+    owner = await users.create_user("vic")
+    run_id = await _pending_run(container, owner.uid)
+    opened = chat.open_stream
+    async with open_notifications(container) as hub:
+
+        async def then_an_event(token: str, run: str, after: int, limit: int = 500) -> Any:
+            page = await opened(token, run, after, limit)
+            with hub.subscribe(RUN_EVENTS, run_id) as heard:
+                async with container.uow() as uow:
+                    await uow.events.append(run_id, "token", {"text": "qzxlate"})
+                    await uow.commit()
+                assert await heard.wait(10), "the event's notification never arrived"
+            return page
+
+        monkeypatch.setattr(chat, "open_stream", then_an_event)
+        live = LiveStreams(hub, container.services, poll_seconds=NEVER)
+        live.start()
+        try:
+            app = create_app(container, workers=0)
+            request = _request(app, run_id, owner.token)
+            response = await run_events(
+                run_id, owner.token, container.services, live, request, None, None
+            )
+            body = cast(AsyncGenerator[dict[str, str], None], response.body_iterator)
+            first = await asyncio.wait_for(anext(body), 10)
+            late = await asyncio.wait_for(anext(body), 10)
+            assert (first["event"], late["event"]) == ("run_status", "token")
+            assert "qzxlate" in late["data"]
+            await body.aclose()
+        finally:
+            await live.aclose()

@@ -46,12 +46,26 @@ async def test_a_start_that_finds_the_lease_gone_cancels_the_checkpoint_read(
     run, _ = await chat.resume(uid, first.id, "approve")
     monkeypatch.setattr(Pregel, "aget_state", slow_read)
     monkeypatch.setattr(RunService, "start", lost)
+    await _lost_with_nothing_recorded(container, worker, uid, run.id, cancelled, "checkpoint read")
+
+
+async def _lost_with_nothing_recorded(
+    container: Container,
+    worker: Worker,
+    uid: str,
+    run_id: str,
+    cancelled: asyncio.Event,
+    what: str,
+) -> None:
+    """The worker takes the run, its start finds the lease gone: ``what`` was cancelled, the
+    run counts as lost, it is left running (not this worker's to end) with nothing recorded."""
+    chat = container.services.chat
     assert await asyncio.wait_for(worker.run_once(), 30)
     assert worker.stats.lost == 1
-    assert cancelled.is_set(), "the checkpoint read outlived the failed start"
-    after = await chat.get_run(uid, run.id)
-    assert after.status == "running" and after.finished_at is None  # not this worker's to end
-    assert [e.event_type for e in await chat.events_after(uid, run.id)] == ["run_status"]
+    assert cancelled.is_set(), f"the {what} outlived the failed start"
+    after = await chat.get_run(uid, run_id)
+    assert after.status == "running" and after.finished_at is None
+    assert [e.event_type for e in await chat.events_after(uid, run_id)] == ["run_status"]
 
 
 @pytest.mark.parametrize("before", ["completed", "failed"])
@@ -142,12 +156,7 @@ async def test_a_start_that_finds_the_lease_gone_stops_the_model_call(
     monkeypatch.setattr(OfflineChatModel, "_astream", slow_model)
     monkeypatch.setattr(OfflineChatModel, "_agenerate", _generating(slow_model))
     monkeypatch.setattr(RunService, "start", lost)
-    assert await asyncio.wait_for(worker.run_once(), 30)
-    assert worker.stats.lost == 1
-    assert cancelled.is_set(), "the model call outlived the failed start"
-    after = await chat.get_run(uid, run.id)
-    assert after.status == "running" and after.finished_at is None  # not this worker's to end
-    assert [e.event_type for e in await chat.events_after(uid, run.id)] == ["run_status"]
+    await _lost_with_nothing_recorded(container, worker, uid, run.id, cancelled, "model call")
 
 
 def _generating(stream: Any) -> Any:

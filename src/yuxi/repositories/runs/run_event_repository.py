@@ -187,6 +187,11 @@ class OpeningPage(NamedTuple):
     page: OwnedPage | None
 
 
+def _events_of(rows: Sequence[Any]) -> list[StreamedEvent]:
+    """A page's events from its rows (a row without one: the run has none after ``after``)."""
+    return [StreamedEvent(r.seq, r.event_type, r.data) for r in rows if r.seq is not None]
+
+
 class RunEventRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -214,7 +219,7 @@ class RunEventRepository:
         rows = await _PAGE.all(self.session, params)
         if not rows:
             return None
-        events = [StreamedEvent(r.seq, r.event_type, r.data) for r in rows if r.seq is not None]
+        events = _events_of(rows)
         left = rows[0].token_left
         return OwnedPage(rows[0].status, events, None if left is None else float(left))
 
@@ -231,7 +236,7 @@ class RunEventRepository:
         first = rows[0]
         if first.status is None:
             return OpeningPage(first.uid, None)
-        events = [StreamedEvent(r.seq, r.event_type, r.data) for r in rows if r.seq is not None]
+        events = _events_of(rows)
         return OpeningPage(first.uid, OwnedPage(first.status, events, float(first.token_left)))
 
     async def latest_seqs(self, run_ids: Sequence[str]) -> dict[str, int]:

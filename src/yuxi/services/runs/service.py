@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from yuxi.errors import UnauthorizedRun
 from yuxi.identity import RunIdentity
 from yuxi.observability.metrics import Metrics
-from yuxi.repositories.runs.step_repository import StepResult
 from yuxi.services.runs._recording import RunRecord
 from yuxi.services.runs._records import (
     ClaimedRun,
@@ -143,7 +142,7 @@ class RunService:
         yield record
         await self._write(identity, record)
 
-    async def _write(self, identity: RunIdentity, record: RunRecord) -> StepResult:
+    async def _write(self, identity: RunIdentity, record: RunRecord) -> None:
         """``record``'s writes in one statement, sent outside a transaction block
         (``one_statement``: no ``BEGIN``, no ``COMMIT``; one statement is atomic by itself)."""
         token = _lease_token(identity)
@@ -158,7 +157,6 @@ class RunService:
             raise LeaseLost(f"thread of run {identity.run_id} is gone")
         if writes.end is not None and not result.ended:
             raise LeaseLost(identity.run_id)
-        return result
 
     @asynccontextmanager
     async def holding_lease(self, identity: RunIdentity) -> AsyncIterator[None]:
